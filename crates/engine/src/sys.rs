@@ -57,24 +57,39 @@ impl Mapping {
     /// whole pages and clipped to the mapping. Safe while other processes use the same
     /// pages: nothing is written. Fails on older kernels (`EINVAL`), which callers may ignore.
     pub fn populate(&self, off: usize, len: usize) -> io::Result<()> {
-        let page = page_size();
-        let end = off.saturating_add(len).min(self.len).next_multiple_of(page);
-        let start = off.min(end) / page * page;
-        if start >= end {
-            return Ok(());
-        }
-        // SAFETY: `start..end` lies within this mapping (page-aligned base, `end` clipped to
-        // its length and rounded up to a page, which the kernel mapped whole); populating
-        // changes no byte, so no Rust object or peer sees a difference.
-        unsafe {
-            rustix::mm::madvise(
-                self.ptr.as_ptr().add(start).cast::<c_void>(),
-                end - start,
-                rustix::mm::Advice::LinuxPopulateWrite,
-            )?;
-        }
-        Ok(())
+        let off = off.min(self.len);
+        let len = len.min(self.len - off);
+        // SAFETY: `off..off + len` lies within this mapping (clipped to its length).
+        unsafe { populate_pages(self.ptr.as_ptr().add(off), len) }
     }
+}
+
+/// Faults in now, writable and without changing their contents, the pages that hold the
+/// bytes `ptr..ptr + len` (`MADV_POPULATE_WRITE`, Linux 5.14; see [`Mapping::populate`]).
+/// Fails on older kernels (`EINVAL`), which callers may ignore.
+///
+/// # Safety
+/// `ptr..ptr + len` must lie within one mapping of this process that is readable and
+/// writable (then so are the whole pages holding it: the kernel maps whole pages).
+pub unsafe fn populate_pages(ptr: *const u8, len: usize) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let page = page_size();
+    let (lo, hi) = (ptr as usize, ptr as usize + len);
+    let start = lo / page * page;
+    let end = hi.next_multiple_of(page);
+    // SAFETY: `start..end` are the whole pages holding `ptr..ptr + len`, which the caller
+    // guarantees lie in one read-write mapping; populating changes no byte, so no Rust object
+    // or peer sees a difference.
+    unsafe {
+        rustix::mm::madvise(
+            ptr.wrapping_sub(lo - start).cast_mut().cast::<c_void>(),
+            end - start,
+            rustix::mm::Advice::LinuxPopulateWrite,
+        )?;
+    }
+    Ok(())
 }
 
 /// Bytes of a memory page (4096 if the system does not say).

@@ -75,6 +75,30 @@ const PAD: u64 = 1 << 62;
 /// loom, so that the model's small rings hold large records.)
 pub const LARGE: usize = if cfg!(loom) { 96 } else { 4096 };
 
+/// Bytes at the start of a ring's data area that are faulted in when a link is made, for
+/// rings kept warm ([`Producer::warm_ahead`], [`Consumer::warm_ahead`]): once a record ends
+/// past half of them, the producer and the consumer each fault in the rest of the ring in
+/// one system call, so a ring that carries little keeps only its start resident, and one
+/// that carries more takes no page fault on its first pass.
+pub const WARM_AHEAD: usize = 64 << 10;
+
+/// Faults in the rest of the data area (from `*warm` up to its end), called once a record
+/// ended past `*mark`, and stops looking (`*mark` = the end of the area).
+#[cold]
+#[inline(never)]
+fn warm_rest(mem: &RingMem, warm: &mut usize, mark: &mut usize) {
+    mem.populate(*warm, mem.cap);
+    *warm = mem.cap;
+    *mark = mem.cap;
+}
+
+/// `(warm, mark)` for a ring whose first `warm` data bytes are faulted in
+/// ([`WARM_AHEAD`]).
+fn warm_marks(cap: usize, warm: usize) -> (usize, usize) {
+    let warm = warm.min(cap);
+    (warm, if warm == cap { cap } else { warm / 2 })
+}
+
 /// Whether a record of `total` bytes (as [`record_bytes`] gives) is large.
 #[inline(always)]
 fn is_large(total: usize) -> bool {
@@ -273,6 +297,18 @@ impl RingMem {
     pub fn cap(&self) -> usize {
         self.cap
     }
+
+    /// Faults in (writable, contents unchanged) the pages holding data bytes
+    /// `from..to`; best effort.
+    #[cfg(not(loom))]
+    fn populate(&self, from: usize, to: usize) {
+        debug_assert!(from <= to && to <= self.cap);
+        // SAFETY: the data area is valid for reads and writes (the constructor's contract),
+        // so the pages holding `from..to` of it lie in one read-write mapping.
+        let _ = unsafe { crate::sys::populate_pages(self.data.add(from), to - from) };
+    }
+    #[cfg(loom)]
+    fn populate(&self, _from: usize, _to: usize) {}
 }
 
 /// The writing side of a ring.
@@ -289,6 +325,11 @@ pub struct Producer {
     dirty: Vec<u64>,
     /// Set bits in `dirty` (0: nothing to look up for a small record).
     ndirty: usize,
+    /// Data bytes from the start known faulted in ([`Producer::warm_ahead`]; `cap`: all, or
+    /// not asked).
+    warm: usize,
+    /// A record ending past this faults in the rest ([`warm_rest`]; `cap`: never).
+    warm_mark: usize,
 }
 
 impl Producer {
@@ -302,6 +343,8 @@ impl Producer {
             pos: (cached_tail % mem.cap as u64) as usize,
             dirty: vec![0; slots.div_ceil(64)],
             ndirty: 0,
+            warm: mem.cap,
+            warm_mark: mem.cap,
             mem,
             head: cached_tail,
             cached_tail,
@@ -350,6 +393,15 @@ impl Producer {
         self.mark(at + SLOT, at + total, large);
         let next = at + total;
         self.scrub(if next == self.mem.cap { 0 } else { next });
+    }
+
+    /// Faults in the rest of the ring once the producer's records pass half of its first
+    /// `warm` data bytes, which the caller faulted in ([`WARM_AHEAD`]): a fresh ring
+    /// otherwise takes a page fault in the producer every 128 small records, which a
+    /// ping-pong waits for, while faulting in the whole ring when the link is made makes all
+    /// of it resident however little the link carries.
+    pub fn warm_ahead(&mut self, warm: usize) {
+        (self.warm, self.warm_mark) = warm_marks(self.mem.cap, warm);
     }
 
     /// Largest record payload accepted by [`Producer::push`].
@@ -422,9 +474,15 @@ impl Producer {
             .store(VALID | len as u64, Ordering::Release);
         self.head += total;
         // Records never wrap, so the new position is at most the end of the area.
-        self.pos = at + total as usize;
+        let end = at + total as usize;
+        self.pos = end;
         if self.pos == self.mem.cap {
             self.pos = 0;
+        }
+        if end > self.warm_mark {
+            // After publishing the record, so that the system call overlaps the consumer's
+            // work.
+            warm_rest(&self.mem, &mut self.warm, &mut self.warm_mark);
         }
         if total as usize >= PREFETCH_MIN {
             // The next record's lines, while the caller goes on (or waits for a reply).
@@ -452,6 +510,9 @@ pub struct Consumer {
     /// `tail % cap`, kept incrementally (no division on the polling path).
     pos: usize,
     current: Option<(usize, usize)>,
+    /// As the producer's ([`Consumer::warm_ahead`]).
+    warm: usize,
+    warm_mark: usize,
 }
 
 impl Consumer {
@@ -460,10 +521,19 @@ impl Consumer {
         let tail = mem.ctl().tail.load(Ordering::Relaxed);
         Consumer {
             pos: (tail % mem.cap as u64) as usize,
+            warm: mem.cap,
+            warm_mark: mem.cap,
             mem,
             tail,
             current: None,
         }
+    }
+
+    /// As [`Producer::warm_ahead`], for the consumer's mapping of the ring: once it has
+    /// consumed past half of the first `warm` data bytes, it maps the rest (which the
+    /// producer has faulted in by then) in one system call instead of one fault per 64 KiB.
+    pub fn warm_ahead(&mut self, warm: usize) {
+        (self.warm, self.warm_mark) = warm_marks(self.mem.cap, warm);
     }
 
     /// `true` if [`Consumer::peek`] may return a record (one `Acquire` load of the frame word
@@ -523,6 +593,9 @@ impl Consumer {
             self.tail += total as u64;
             self.advance(pos, total);
             self.mem.ctl().tail.store(self.tail, Ordering::Release);
+            if pos + total > self.warm_mark {
+                warm_rest(&self.mem, &mut self.warm, &mut self.warm_mark);
+            }
         }
     }
 

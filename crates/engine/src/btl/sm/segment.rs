@@ -15,7 +15,7 @@ use super::bulk::{BulkMem, BulkRx, BulkTx, BULK_CTL};
 use super::coop::{CoopMem, COOP_CTL};
 use super::link::SmLink;
 use super::params::Settings;
-use super::ring::{Consumer, Producer, RingMem, CTL_BYTES};
+use super::ring::{Consumer, Producer, RingMem, CTL_BYTES, WARM_AHEAD};
 use crate::btl::{Job, Links, Record, Setup};
 use crate::sys::{self, Mapping};
 use crate::Error;
@@ -49,40 +49,40 @@ impl Layout {
     }
 }
 
-/// Most bytes of rings (to one peer and from it count once) that a rank faults in when it
-/// links to its peers on the node: one peer's whole rings at the default 320 KiB (a job of 2
-/// ranks on the node). Faulted in, both rings count in the rank's resident memory at once: at
-/// 8 ranks with 7 peers' 256 KiB rings faulted in, peak RSS after `MPI_Init` was 7620 KiB
-/// against Open MPI's 13720 (1.8 times less, where the goal is 2); at 2 ranks, whole 512 KiB
-/// rings would add 512 KiB to 256 KiB faulted in (5224 KiB, Open MPI 10564), 320 KiB ones 128.
+/// Most bytes of rings (to one peer and from it count once) for which a rank keeps its rings
+/// faulted in ahead of their use ([`warm_rings`]): one peer's rings at the default 320 KiB (a
+/// job of 2 ranks on the node). Faulted in, rings count in the rank's resident memory: at 8
+/// ranks with 7 peers' 256 KiB rings faulted in whole, peak RSS after `MPI_Init` was 7620 KiB
+/// against Open MPI's 13720 (1.8 times less, where the goal is 2).
 const PREFAULT_MAX: usize = 320 << 10;
 
-/// How many bytes at the start of each of its rings a rank with `peers` peers on the node,
-/// rings of `ring` bytes, faults in when it links to them ([`prefault_rings`]): up to
-/// [`PREFAULT_MAX`] of them, and only while the peers are few (0: none), since it allocates
-/// those bytes whole (its first pass would, for each pair that talks long enough). A
-/// ping-pong of small messages runs its first 10240 round trips (32-byte records) through
-/// the first 320 KiB.
-fn prefault_bytes(peers: usize, ring: usize) -> usize {
-    let n = ring.min(PREFAULT_MAX);
-    if peers.saturating_mul(n) <= PREFAULT_MAX {
-        n
-    } else {
-        0
-    }
+/// Whether a rank with `peers` peers on the node, rings of `ring` bytes, keeps its rings
+/// faulted in ahead of their use ([`prefault_rings`], [`Producer::warm_ahead`]): only while
+/// the peers are few, since a ring's first pass then allocates it whole for each pair that
+/// talks long enough.
+fn warm_rings(peers: usize, ring: usize) -> bool {
+    peers.saturating_mul(ring.min(PREFAULT_MAX)) <= PREFAULT_MAX
 }
 
-/// Faults in the outbound ring `tx` (mapping of the peer's segment, offset, bytes from the
-/// ring's start) and the inbound ring `rx` (our segment) of a link, so that the first pass of records through
-/// them takes no page faults: a fresh ring otherwise faults once per page in the producer
-/// (allocation and first write) and once in the consumer, every 128 small records, and a
-/// ping-pong waits for each of those faults (mpi4py's ping-pong measured its first 8192
-/// round trips, 256 KiB of 32-byte records, about 0.17 us per message slower than the
-/// ones after them). Best effort: a kernel without `MADV_POPULATE_WRITE` faults as before.
-fn prefault_rings(tx: (&Mapping, usize, usize), rx: (&Mapping, usize, usize)) {
+/// Faults in the first [`WARM_AHEAD`] bytes of the outbound ring `tx` (mapping of the peer's
+/// segment, offset, ring bytes) and the inbound ring `rx` (our segment) of a link; once the
+/// records pass half of that, the producer and the consumer each fault in the rest of their
+/// ring in one system call ([`Producer::warm_ahead`], [`Consumer::warm_ahead`]), so the
+/// first pass of records takes no page fault. A fresh ring otherwise faults once per page in
+/// the producer (allocation and first write) and once in the consumer, every 128 small
+/// records, and a ping-pong waits for each of those faults (mpi4py's ping-pong measured its
+/// first 8192 round trips, 256 KiB of 32-byte records, about 0.17 us per message slower
+/// than the ones after them; faulting in 32 KiB at a time as the records went measured the
+/// C ping-pong's 1 B row 1.09x slower, since that row runs through the first pass). Faulting
+/// in whole rings when the link is made made both 320 KiB rings resident in both ranks of a
+/// 2-rank job at once (640 KiB of its 5510 KiB peak RSS after one message each way). Best
+/// effort: a kernel without `MADV_POPULATE_WRITE` faults as before. Returns the data bytes
+/// of `tx` and `rx` faulted in.
+fn prefault_rings(tx: (&Mapping, usize, usize), rx: (&Mapping, usize, usize)) -> (usize, usize) {
     for (m, at, ring) in [tx, rx] {
-        let _ = m.populate(at, CTL_BYTES + ring);
+        let _ = m.populate(at, CTL_BYTES + WARM_AHEAD.min(ring));
     }
+    (WARM_AHEAD.min(tx.2), WARM_AHEAD.min(rx.2))
 }
 
 /// Our segment between publication and attaching.
@@ -131,11 +131,11 @@ impl Setup for SmSetup {
         let mut out: Links = Vec::new();
         let wanted = |p: usize| !linked[p] && job.same_node(p) && job.uses(p, "sm");
         let peers = (0..linked.len()).filter(|&p| wanted(p)).count();
-        let prefault = prefault_bytes(peers, self.layout.ring);
+        let warm = warm_rings(peers, self.layout.ring);
         for p in (0..linked.len()).filter(|&p| wanted(p)) {
             // A rank whose sm did not open published no segment: it links to nobody by sm.
             if let Some(r) = job.section(p, "sm", 4)? {
-                out.push((p, Box::new(self.attach(job, p, &r, prefault)?)));
+                out.push((p, Box::new(self.attach(job, p, &r, warm)?)));
             }
         }
         Ok(out)
@@ -144,9 +144,9 @@ impl Setup for SmSetup {
 
 impl SmSetup {
     /// Maps peer `p`'s segment (published as `r`, its `sm` section) and builds the link: we
-    /// produce into slot `me` of its segment and consume slot `p` of ours; the first
-    /// `prefault` bytes of both rings are faulted in first ([`prefault_rings`]).
-    fn attach(&self, job: &Job, p: usize, r: &Record, prefault: usize) -> Result<SmLink, Error> {
+    /// produce into slot `me` of its segment and consume slot `p` of ours; with `warm`, the
+    /// rings are kept faulted in ahead of their use ([`prefault_rings`]).
+    fn attach(&self, job: &Job, p: usize, r: &Record, warm: bool) -> Result<SmLink, Error> {
         let me = job.me;
         let n = job.size();
         let pfd: i32 = r.get(0)?;
@@ -168,12 +168,12 @@ impl SmSetup {
             .map_err(job.sys_err(format!("mmap of rank {p}'s segment")))?;
         let tx_base = map.ptr().wrapping_add(me as usize * pstride);
         let rx_base = self.own.ptr().wrapping_add(p * ours.slot());
-        if prefault > 0 {
+        let warmed = warm.then(|| {
             prefault_rings(
-                (&map, me as usize * pstride, prefault.min(theirs.ring)),
-                (&self.own, p * ours.slot(), prefault.min(ours.ring)),
-            );
-        }
+                (&map, me as usize * pstride, theirs.ring),
+                (&self.own, p * ours.slot(), ours.ring),
+            )
+        });
         // SAFETY: ring `me` of the peer's segment lies within the mapping, is 64-byte aligned
         // (page-aligned base, stride multiple of 64) and zero-initialised by ftruncate; we
         // are its only producer.
@@ -194,9 +194,14 @@ impl SmSetup {
         let coop_tx = unsafe { CoopMem::from_raw(tx_base.add(theirs.coop_at())) };
         // SAFETY: as above, in our own segment.
         let coop_rx = unsafe { CoopMem::from_raw(rx_base.add(ours.coop_at())) };
+        let (mut tx, mut rx) = (Producer::new(tx), Consumer::new(rx));
+        if let Some((t, r)) = warmed {
+            tx.warm_ahead(t);
+            rx.warm_ahead(r);
+        }
         Ok(SmLink {
-            tx: Producer::new(tx),
-            rx: Consumer::new(rx),
+            tx,
+            rx,
             bulk_tx,
             bulk_rx,
             coop: Some((coop_rx, coop_tx)),
@@ -210,14 +215,32 @@ impl SmSetup {
 mod tests {
     use super::*;
 
-    const RING: usize = 64 << 10;
+    /// The default ring size.
+    const RING: usize = 320 << 10;
 
-    /// Runs `bytes` of 8-byte records (32 bytes each), one at a time as in a ping-pong,
-    /// through the ring at the start of a fresh memory file, produced through one mapping of
-    /// it and consumed through another (as a peer's segment and our own), with the first
-    /// `prefault` bytes of the rings faulted in first: the page faults the calling thread
-    /// took meanwhile. Checks every record's bytes.
-    fn faults_of(prefault: usize, bytes: usize) -> u64 {
+    /// Pages of `m` from byte `off`, `len` bytes, that are resident (`mincore`: for a memory
+    /// file, allocated by any of its mappings).
+    fn resident(m: &Mapping, off: usize, len: usize) -> usize {
+        let page = sys::page_size();
+        let (start, end) = (off / page * page, (off + len).next_multiple_of(page));
+        let mut v = vec![0u8; (end - start) / page];
+        // SAFETY: `start..end` are whole pages inside the mapping; `v` has one byte per page.
+        let r = unsafe {
+            libc::mincore(
+                m.ptr().add(start).cast::<libc::c_void>(),
+                end - start,
+                v.as_mut_ptr(),
+            )
+        };
+        assert_eq!(r, 0, "mincore: {}", std::io::Error::last_os_error());
+        v.iter().filter(|&&b| b & 1 != 0).count()
+    }
+
+    /// A fresh memory file holding one ring of [`RING`] bytes, mapped twice (as a peer's
+    /// segment, which we produce into, and our own, which the peer consumes from), with the
+    /// producer and consumer set up as `attach` does (`warm`: the rings kept faulted in ahead
+    /// of their use).
+    fn link(warm: bool) -> (Mapping, Mapping, Producer, Consumer) {
         let len = CTL_BYTES + RING;
         let fd = sys::memfd("oxmpi-prefault-test", len).unwrap();
         let (theirs, own) = (
@@ -232,68 +255,128 @@ mod tests {
                 Consumer::new(RingMem::from_raw(own.ptr(), RING)),
             )
         };
-        if prefault > 0 {
-            prefault_rings((&theirs, 0, prefault), (&own, 0, prefault));
+        if warm {
+            let (t, r) = prefault_rings((&theirs, 0, RING), (&own, 0, RING));
+            tx.warm_ahead(t);
+            rx.warm_ahead(r);
         }
-        // (populating counts its own faults: the count starts after it)
-        let before = sys::thread_minor_faults();
-        for i in 0..(bytes / 32) as u64 {
+        (theirs, own, tx, rx)
+    }
+
+    /// Whether the page holding `p` is mapped in this process's page tables
+    /// (`/proc/self/pagemap`'s present bit): a store to it takes no page fault.
+    fn mapped(p: *const u8) -> bool {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::open("/proc/self/pagemap").unwrap();
+        let mut e = [0u8; 8];
+        f.read_exact_at(&mut e, (p as usize / sys::page_size() * 8) as u64)
+            .unwrap();
+        u64::from_ne_bytes(e) >> 63 != 0
+    }
+
+    /// Runs `bytes` of 8-byte records (32 bytes each), one at a time as in a ping-pong,
+    /// through `tx` and `rx` (records numbered from `first`; `theirs` and `own` are the data
+    /// areas as the producer and the consumer map them). Returns the pages that the producer
+    /// wrote a record into, and that the consumer read one from, that were not mapped
+    /// before (page faults; `getrusage` would count `MADV_POPULATE_WRITE`'s pages as faults
+    /// too). Checks every record's bytes.
+    fn faults_of(
+        tx: &mut Producer,
+        rx: &mut Consumer,
+        (theirs, own): (*const u8, *const u8),
+        first: u64,
+        bytes: usize,
+    ) -> (u64, u64) {
+        let page = sys::page_size();
+        let (mut ptx, mut prx) = (0, 0);
+        for i in first..first + (bytes / 32) as u64 {
+            let at = (i as usize * 32) % RING;
+            let new_page = (theirs as usize + at) % page == 0;
+            if new_page && !mapped(theirs.wrapping_add(at)) {
+                ptx += 1;
+            }
             assert!(tx.push(8, |p| {
                 // SAFETY: push hands us 8 writable bytes, 8-byte aligned.
                 unsafe { p.cast::<u64>().write(i) }
             }));
+            if new_page && !mapped(own.wrapping_add(at)) {
+                prx += 1;
+            }
             let (p, n) = rx.peek().unwrap().expect("the record just pushed");
             assert_eq!(n, 8);
             // SAFETY: peek returned 8 readable bytes, 8-byte aligned (after the frame word).
             assert_eq!(unsafe { p.cast::<u64>().read() }, i, "record {i}");
             rx.release();
         }
-        sys::thread_minor_faults() - before
+        (ptx, prx)
     }
 
-    /// With its rings faulted in when linked, a link's first pass through them takes no
-    /// page fault, while the same traffic through fresh rings faults at least once per page
-    /// (so the count does see them).
+    /// With its rings kept warm, a link's first pass through them writes no record into a
+    /// page the producer has not mapped and takes no page fault in the consumer, while the
+    /// producer of cold rings writes into an unmapped page once per page (so the check does
+    /// see them).
     #[test]
-    fn prefaulted_rings_take_no_page_faults() {
+    fn warm_rings_take_no_page_faults() {
         let pages = (RING / sys::page_size()) as u64;
-        let cold = faults_of(0, 2 * RING);
+        let data = |t: &Mapping, o: &Mapping| {
+            (
+                t.ptr().wrapping_add(CTL_BYTES).cast_const(),
+                o.ptr().wrapping_add(CTL_BYTES).cast_const(),
+            )
+        };
+        let (t, o, mut tx, mut rx) = link(false);
+        let (cold, _) = faults_of(&mut tx, &mut rx, data(&t, &o), 0, 2 * RING);
         assert!(
-            cold >= pages,
-            "fresh rings: {cold} faults for {pages} pages"
+            cold >= pages - 1,
+            "fresh rings: {cold} unmapped pages written of {pages}"
         );
-        assert_eq!(faults_of(RING, 2 * RING), 0, "prefaulted rings faulted");
-    }
-
-    /// A ring faulted in only at its start takes no fault while the records stay in that
-    /// part, and faults in the rest on the first pass.
-    #[test]
-    fn partly_prefaulted_rings_fault_only_past_the_prefix() {
-        let half = (RING / 2 / sys::page_size()) as u64;
+        let (t, o, mut tx, mut rx) = link(true);
+        let (ptx, prx) = faults_of(&mut tx, &mut rx, data(&t, &o), 0, 2 * RING);
         assert_eq!(
-            faults_of(RING / 2, RING / 2),
-            0,
-            "prefaulted prefix faulted"
-        );
-        let rest = faults_of(RING / 2, 2 * RING);
-        assert!(
-            rest >= half,
-            "half-prefaulted rings: {rest} faults for {half} cold pages"
+            (ptx, prx),
+            (0, 0),
+            "warm rings: unmapped pages written, read"
         );
     }
 
-    /// Prefaulting covers at most PREFAULT_MAX bytes of each ring (the default ring's 320 KiB:
-    /// the first 10240 round trips of a small-message ping-pong) and stops at a few peers'
-    /// worth of rings.
+    /// A warm ring that carried less than half of [`WARM_AHEAD`] keeps only its control
+    /// block and first [`WARM_AHEAD`] bytes resident; once records pass that, all of it is.
     #[test]
-    fn prefaults_only_few_rings() {
-        assert_eq!(prefault_bytes(1, 320 << 10), 320 << 10);
-        assert_eq!(prefault_bytes(1, 512 << 10), PREFAULT_MAX);
-        assert_eq!(prefault_bytes(1, 128 << 10), 128 << 10);
-        assert_eq!(prefault_bytes(2, 128 << 10), 128 << 10);
-        assert_eq!(prefault_bytes(2, 256 << 10), 0);
-        assert_eq!(prefault_bytes(2, 512 << 10), 0);
-        assert_eq!(prefault_bytes(255, 512 << 10), 0);
-        assert_eq!(prefault_bytes(1, PREFAULT_MAX + 64), PREFAULT_MAX);
+    fn warm_rings_stay_resident_only_when_used() {
+        let page = sys::page_size();
+        let all = (CTL_BYTES + RING).div_ceil(page);
+        let start = (CTL_BYTES + WARM_AHEAD).div_ceil(page);
+        let (t, own, mut tx, mut rx) = link(true);
+        let data = (
+            t.ptr().wrapping_add(CTL_BYTES).cast_const(),
+            own.ptr().wrapping_add(CTL_BYTES).cast_const(),
+        );
+        assert_eq!(resident(&own, 0, CTL_BYTES + RING), start, "after linking");
+        let used = WARM_AHEAD / 2;
+        faults_of(&mut tx, &mut rx, data, 0, used);
+        assert_eq!(
+            resident(&own, 0, CTL_BYTES + RING),
+            start,
+            "after {used} bytes"
+        );
+        faults_of(&mut tx, &mut rx, data, (used / 32) as u64, 32);
+        assert_eq!(
+            resident(&own, 0, CTL_BYTES + RING),
+            all,
+            "after {used} + 32 bytes"
+        );
+    }
+
+    /// Rings are kept warm for a few peers' worth of rings only (the default ring's 320 KiB:
+    /// one peer).
+    #[test]
+    fn warms_only_few_rings() {
+        assert!(warm_rings(1, 320 << 10));
+        assert!(warm_rings(1, 512 << 10));
+        assert!(warm_rings(1, 128 << 10));
+        assert!(warm_rings(2, 128 << 10));
+        assert!(!warm_rings(2, 256 << 10));
+        assert!(!warm_rings(2, 512 << 10));
+        assert!(!warm_rings(255, 512 << 10));
     }
 }
