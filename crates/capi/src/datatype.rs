@@ -2097,3 +2097,91 @@ mod tests {
         assert_eq!(s.count_hi_and_cancelled & 1, 0);
     }
 }
+
+/// The lock-free summaries of [`crate::type_table`] (here, beside the predefined types
+/// the tests copy, so that `type_table` needs nothing of this module).
+#[cfg(test)]
+mod summaries {
+    use super::*;
+
+    fn dt(size: usize, lb: isize, ub: isize, ints: usize) -> Arc<Datatype> {
+        let mut t = (*builtin(MPI_INT).unwrap()).clone();
+        t.predefined = false;
+        t.size = size;
+        t.lb = lb;
+        t.ub = ub;
+        t.true_lb = lb + 1;
+        t.true_ub = ub - 1;
+        t.combiner = MPI_COMBINER_CONTIGUOUS;
+        t.ints = vec![7; ints];
+        t.types = vec![MPI_INT];
+        t.into()
+    }
+
+    /// A summary appears with its handle, follows the handle's reuse and disappears at
+    /// removal; other handles never read it. (The library state's table: the side table
+    /// is global, and its writers are serialised by the library lock.)
+    #[test]
+    fn summaries_follow_insertion_removal_and_reuse() {
+        let mut st = lock();
+        let a = st.types.insert(dt(12, -4, 20, 1));
+        let s = summary(a).expect("published");
+        assert_eq!(
+            (
+                s.combiner,
+                s.num_integers,
+                s.num_addresses,
+                s.num_large_counts,
+                s.num_datatypes
+            ),
+            (MPI_COMBINER_CONTIGUOUS, 1, 0, 0, 1)
+        );
+        assert_eq!(
+            (s.size, s.lb, s.ub, s.true_lb, s.true_ub, s.extent()),
+            (12, -4, 20, -3, 19, 24)
+        );
+        assert_eq!(summary(MPI_INT), None);
+        assert!(st.types.remove(a).is_some());
+        assert_eq!(summary(a), None);
+        let b = st.types.insert(dt(40, 0, 40, 3));
+        assert_eq!(b, a, "the freed index is reused");
+        let s = summary(b).expect("published");
+        assert_eq!((s.size, s.num_integers, s.extent()), (40, 3, 40));
+        assert!(st.types.remove(b).is_some());
+    }
+
+    /// Readers racing with a writer that keeps replacing one handle's type never see a
+    /// summary mixed from two types (every published one has size == ub == 8 * ints).
+    #[test]
+    fn readers_never_see_a_torn_summary() {
+        let h = lock().types.insert(dt(8, 0, 8, 1));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let started = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let r = sc.spawn(|| {
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(s) = summary(h) {
+                        assert_eq!(s.size, 8 * s.num_integers as u64, "torn: {s:?}");
+                        assert_eq!(s.ub as u64, s.size, "torn: {s:?}");
+                        seen += 1;
+                        started.store(true, Ordering::Relaxed);
+                    }
+                }
+                seen
+            });
+            while !started.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+            for k in 1..20_000usize {
+                let mut st = lock();
+                st.types.remove(h);
+                let n = 1 + k % 5;
+                assert_eq!(st.types.insert(dt(8 * n, 0, 8 * n as isize, n)), h);
+            }
+            stop.store(true, Ordering::Relaxed);
+            assert!(r.join().unwrap() > 0);
+        });
+        lock().types.remove(h);
+    }
+}

@@ -92,6 +92,33 @@ pub unsafe fn populate_pages(ptr: *const u8, len: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Which of the pages holding `ptr..ptr + len` are resident (`mincore`: for a memory
+/// file, allocated by any of its mappings), one flag per page (tests of ring warming).
+///
+/// # Safety
+/// `ptr..ptr + len` must lie within one mapping of this process.
+#[cfg(test)]
+pub unsafe fn resident_pages(ptr: *const u8, len: usize) -> io::Result<Vec<bool>> {
+    let page = page_size();
+    let (lo, hi) = (ptr as usize, ptr as usize + len);
+    let start = lo / page * page;
+    let end = hi.next_multiple_of(page);
+    let mut v = vec![0u8; (end - start) / page];
+    // SAFETY: `start..end` are the whole pages holding `ptr..ptr + len`, inside one mapping
+    // (the caller's contract); `v` has one byte per page, as `mincore` writes.
+    let r = unsafe {
+        libc::mincore(
+            ptr.wrapping_sub(lo - start).cast_mut().cast::<c_void>(),
+            end - start,
+            v.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(v.iter().map(|&b| b & 1 != 0).collect())
+}
+
 /// Bytes of a memory page (4096 if the system does not say).
 pub fn page_size() -> usize {
     // SAFETY: sysconf reads a constant of the system; no memory is passed.

@@ -221,19 +221,10 @@ mod tests {
     /// Pages of `m` from byte `off`, `len` bytes, that are resident (`mincore`: for a memory
     /// file, allocated by any of its mappings).
     fn resident(m: &Mapping, off: usize, len: usize) -> usize {
-        let page = sys::page_size();
-        let (start, end) = (off / page * page, (off + len).next_multiple_of(page));
-        let mut v = vec![0u8; (end - start) / page];
-        // SAFETY: `start..end` are whole pages inside the mapping; `v` has one byte per page.
-        let r = unsafe {
-            libc::mincore(
-                m.ptr().add(start).cast::<libc::c_void>(),
-                end - start,
-                v.as_mut_ptr(),
-            )
-        };
-        assert_eq!(r, 0, "mincore: {}", std::io::Error::last_os_error());
-        v.iter().filter(|&&b| b & 1 != 0).count()
+        // SAFETY: `off..off + len` lies inside the mapping (the tests' ranges).
+        let pages = unsafe { sys::resident_pages(m.ptr().add(off), len) };
+        let pages = pages.unwrap_or_else(|e| panic!("mincore: {e}"));
+        pages.into_iter().filter(|&r| r).count()
     }
 
     /// A fresh memory file holding one ring of [`RING`] bytes, mapped twice (as a peer's
