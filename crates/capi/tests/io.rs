@@ -172,14 +172,13 @@ fn a_bad_argument_on_one_rank_fails_the_collective_everywhere() {
     }
 }
 
-/// `MPI_File_sync` flushes (`fdatasync`) exactly when a process wrote to the handle since
-/// its last sync (MPI-4.1 §14.6.1), once per node and file: after each kind of write, the
-/// first sync of the sync, barrier, sync recipe flushes on rank 0 (the node's lowest rank)
-/// for every rank, and the second does not; after reads only, none does; after
-/// `MPI_File_set_size`, rank 0 flushes (it resized). A failing flush fails every rank's
-/// sync (`tests/c/io_sync.c`, whose checks see every rank's data after each recipe).
+/// `MPI_File_sync` flushes (`fdatasync`) exactly when its process wrote to the handle since
+/// its last sync (MPI-4.1 §14.6.1): after each kind of write, the first sync of the sync,
+/// barrier, sync recipe flushes on every rank and the second does not; after reads only,
+/// none does; after `MPI_File_set_size`, rank 0's (which resized) does
+/// (`tests/c/io_sync.c`, whose checks see every rank's data after each recipe).
 #[test]
-fn file_sync_flushes_once_per_node_what_its_processes_wrote_since_their_last_sync() {
+fn file_sync_flushes_what_this_process_wrote_since_its_last_sync() {
     let dir = Scratch::new("io-build");
     let exe = dir.0.join("io_sync");
     compile(&prefix().join("bin/mpicc"), &c_source("io_sync.c"), &exe);
@@ -200,31 +199,16 @@ fn file_sync_flushes_once_per_node_what_its_processes_wrote_since_their_last_syn
                 .lines()
                 .filter(|l| l.contains("io: MPI_File_sync ") && l.contains(&tag))
                 .map(|l| {
-                    if l.ends_with("fdatasync (writes since the last sync)")
-                        || l.ends_with("fdatasync (writes since the last sync on this node)")
-                    {
+                    if l.ends_with("fdatasync (writes since the last sync)") {
                         'F'
-                    } else if l
-                        .ends_with("flushed by rank 0 (writes since the last sync on this node)")
-                    {
-                        'S'
-                    } else if l.ends_with(
-                        "flushed by rank 0 (no writes by this process since the last sync)",
-                    ) {
-                        's'
                     } else {
                         '-'
                     }
                 })
                 .collect();
-            // open, write_at, write_at_all, iwrite_at, write_shared, write_ordered: F- on
-            // rank 0, S- on the others (rank 0 flushed for them); read_at_all: --;
-            // set_size: F on rank 0, s on the others.
-            let want = if r == 0 {
-                "F-F-F-F-F-F---F".to_string()
-            } else {
-                "S-S-S-S-S-S---s".to_string()
-            };
+            // open, write_at, write_at_all, iwrite_at, write_shared, write_ordered: F-;
+            // read_at_all: --; set_size: F on rank 0 only.
+            let want = format!("F-F-F-F-F-F---{}", if r == 0 { 'F' } else { '-' });
             assert_eq!(got, want, "{what}, rank {r}:\n{err}");
         }
     }

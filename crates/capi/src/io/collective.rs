@@ -40,10 +40,3 @@ pub(super) fn allgather_i64(v: i64, comm: c_int) -> MpiResult<Vec<i64>> {
         .and_then(|c| c.allgather_i64(&[v]))
         .map_err(internal("allgather"))
 }
-
-/// Gather `mine` (the same number of `i64` on every rank) from every rank, in rank order.
-pub(super) fn allgather_words(mine: &[i64], comm: c_int) -> MpiResult<Vec<i64>> {
-    Internal::of(comm)
-        .and_then(|c| c.allgather_i64(mine))
-        .map_err(internal("allgather"))
-}

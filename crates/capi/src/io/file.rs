@@ -87,12 +87,6 @@ impl Unsynced {
         self.0.store(true, Ordering::Release);
     }
 
-    /// Takes the flag (a sync that fails calls [`Unsynced::wrote`] again): whether this
-    /// process wrote since the last sync.
-    pub(super) fn take(&self) -> bool {
-        self.0.swap(false, Ordering::AcqRel)
-    }
-
     /// `MPI_File_sync`'s flush: runs `flush` if this process wrote since the last
     /// successful flush and returns whether it ran; a failed flush leaves the writes
     /// pending for the next sync.

@@ -53,7 +53,7 @@ use access::{
     access, access_all, check_no_split, completed_request, not_sequential, seek_target,
     split_begin, split_end, write_st, At,
 };
-use collective::{allgather_i64, allgather_words, barrier, bcast_i64, internal};
+use collective::{allgather_i64, barrier, bcast_i64, internal};
 use file::{
     action_of, check_amode, files, free_comm, get, handle_behind, info_entries, merge_info,
     open_on, os_class, os_err, path_arg, FileH, View,
@@ -270,113 +270,33 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_File_sync`: transfers this process's writes to the handle since its last sync
-    /// to the storage device (MPI-4.1 §14.6.1: "all previous writes to fh by the calling
-    /// process"; the second sync of the standard's sync, barrier, sync recipe has none).
-    /// A file opened by one process flushes itself (`fdatasync`) when it wrote. On
-    /// several, the call is collective ([`node_sync`]): the processes of a node that have
-    /// the same file (device and inode) open share its page cache, so one of them flushes
-    /// it once for all of them when any of them wrote, and each gets that flush's
-    /// outcome. `io_base_verbose` 10 reports each call's choice.
+    /// `MPI_File_sync`: flushes this process's writes to the storage device
+    /// (`fdatasync`), or does nothing when this process has not written to the handle
+    /// since its last sync (MPI-4.1 §14.6.1: the call transfers "all previous writes to fh
+    /// by the calling process"; the second sync of the standard's sync, barrier, sync
+    /// recipe has none). Collective by the standard, but it synchronises nothing between
+    /// processes (the recipe's barrier is in the program). `io_base_verbose` 10 reports
+    /// each call's choice.
     fn PMPI_File_sync / "MPI_File_sync" [OnFile(fh as usize)] (fh: FileH) {
         let f = get(fh)?;
-        let what = if f.group.len() == 1 {
-            let flushed = f
-                .unsynced
-                .sync(|| f.file.sync_data())
-                .map_err(|e| os_err(e, f.path.display()))?;
-            if flushed {
-                "fdatasync (writes since the last sync)".to_string()
-            } else {
-                "no writes by this process since the last sync, nothing to flush".to_string()
-            }
-        } else {
-            node_sync(&f)?
-        };
+        let flushed = f
+            .unsynced
+            .sync(|| f.file.sync_data())
+            .map_err(|e| os_err(e, f.path.display()))?;
         oxmpi_base::verbose!(
             IO,
             10,
-            "io: MPI_File_sync {} on rank {} of the file's group: {what}",
+            "io: MPI_File_sync {} on rank {} of the file's group: {}",
             f.path.display(),
             f.rank,
+            if flushed {
+                "fdatasync (writes since the last sync)"
+            } else {
+                "no writes by this process since the last sync, nothing to flush"
+            }
         );
         Ok(())
     }
-}
-
-/// The collective `MPI_File_sync` of a file opened by several processes. One exchange
-/// tells each rank every rank's node, file identity (device, inode) and whether it wrote
-/// since its last sync. The lowest rank of each set of ranks with the same node and file
-/// flushes the file (`fdatasync` of its descriptor writes back every dirty page of the
-/// inode, whichever descriptor wrote it: the writes reached the page cache before their
-/// processes entered the exchange) when any rank of the set wrote; a second exchange,
-/// made only when some rank flushed, hands every rank its flusher's outcome. A failed
-/// flush fails the call on every rank of its set, which keeps its writes pending. A rank
-/// that cannot identify its file is a set of its own. Returns the verbose report.
-fn node_sync(f: &file::FileObj) -> MpiResult<String> {
-    use std::os::unix::fs::MetadataExt;
-    let dirty = f.unsynced.take();
-    let restore = |e: MpiError| {
-        if dirty {
-            f.unsynced.wrote();
-        }
-        e
-    };
-    let (dev, ino) = match f.file.metadata() {
-        Ok(m) => (m.dev() as i64, m.ino() as i64),
-        // Unknown identity: never the same as another rank's (inode numbers are >= 0).
-        Err(_) => (-1, -1 - i64::from(f.rank)),
-    };
-    let node = two_phase::node_key().map_err(restore)?;
-    const W: usize = 4;
-    let all = allgather_words(&[node, dev, ino, i64::from(dirty)], f.comm).map_err(restore)?;
-    let me = f.rank as usize;
-    let n = all.len() / W;
-    let same = |r: usize| all[W * r..W * r + 3] == all[W * me..W * me + 3];
-    let leader = (0..n).find(|&r| same(r)).unwrap_or(me);
-    let set_dirty = (0..n).filter(|&r| same(r)).any(|r| all[W * r + 3] != 0);
-    // Some set flushes when any rank wrote (the same answer on every rank): else no
-    // second exchange.
-    let flushes = (0..n).any(|r| all[W * r + 3] != 0);
-    if !flushes {
-        return Ok("no writes by this node's ranks since the last sync, nothing to flush".into());
-    }
-    let mut why = String::new();
-    let code = if leader == me && set_dirty {
-        match f.file.sync_data() {
-            Ok(()) => MPI_SUCCESS,
-            Err(e) => {
-                why = e.to_string();
-                file::os_class(&e)
-            }
-        }
-    } else {
-        MPI_SUCCESS
-    };
-    let codes = allgather_i64(i64::from(code), f.comm).map_err(restore)?;
-    let code = codes[leader] as c_int;
-    if code != MPI_SUCCESS {
-        if dirty {
-            f.unsynced.wrote();
-        }
-        if leader == me {
-            mpi_bail!(code, "{}: fdatasync failed: {why}", f.path.display());
-        }
-        mpi_bail!(
-            code,
-            "{}: fdatasync by rank {leader} of the file's group (this node's flush) failed",
-            f.path.display()
-        );
-    }
-    Ok(if !set_dirty {
-        "no writes by this node's ranks since the last sync, nothing to flush".into()
-    } else if leader == me {
-        "fdatasync (writes since the last sync on this node)".into()
-    } else if dirty {
-        format!("flushed by rank {leader} (writes since the last sync on this node)")
-    } else {
-        format!("flushed by rank {leader} (no writes by this process since the last sync)")
-    })
 }
 
 mpi_fn! {

@@ -564,7 +564,7 @@ fn aggregate(
 }
 
 /// This process's node, as the lowest world rank on it (`Engine::node_pid`).
-pub(super) fn node_key() -> MpiResult<i64> {
+fn node_key() -> MpiResult<i64> {
     let e = crate::backend::engine()?;
     Ok(i64::from(
         (0..e.size())
