@@ -25,18 +25,17 @@ use common::{build, mpirun, Scratch};
 /// 124 after this many seconds.
 const TIMEOUT_S: &str = "120";
 
-fn run(np: usize, exe: &Path) -> std::process::Output {
+/// `exe` on `np` ranks under [`TIMEOUT_S`], with MCA parameters `mca` and program arguments
+/// `args`.
+fn run(np: usize, exe: &Path, mca: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let np_s = np.to_string();
-    mpirun(
-        &[
-            OsStr::new("--timeout"),
-            OsStr::new(TIMEOUT_S),
-            OsStr::new("-n"),
-            OsStr::new(&np_s),
-            exe.as_os_str(),
-        ],
-        &[],
-    )
+    let mut argv = vec![OsStr::new("--timeout"), OsStr::new(TIMEOUT_S)];
+    for (k, v) in mca {
+        argv.extend([OsStr::new("--mca"), OsStr::new(k), OsStr::new(v)]);
+    }
+    argv.extend([OsStr::new("-n"), OsStr::new(&np_s), exe.as_os_str()]);
+    argv.extend(args.iter().map(OsStr::new));
+    mpirun(&argv, &[])
 }
 
 #[test]
@@ -44,7 +43,7 @@ fn sends_progress_inside_barrier_and_allreduce() {
     let dir = Scratch::new("progress");
     let exe = build("coll_progress.c", &dir.0);
     for np in [2, 3] {
-        let out = run(np, &exe);
+        let out = run(np, &exe, &[], &[]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -72,21 +71,7 @@ fn parrived_and_win_test_yield_when_oversubscribed() {
     let dir = Scratch::new("part-poll");
     let exe = build("part_poll.c", &dir.0);
     for np in [3, 4] {
-        let np_s = np.to_string();
-        let out = mpirun(
-            &[
-                OsStr::new("--timeout"),
-                OsStr::new(TIMEOUT_S),
-                OsStr::new("--mca"),
-                OsStr::new("mpi_yield_when_idle"),
-                OsStr::new("1"),
-                OsStr::new("-n"),
-                OsStr::new(&np_s),
-                exe.as_os_str(),
-                OsStr::new("100"),
-            ],
-            &[],
-        );
+        let out = run(np, &exe, &[("mpi_yield_when_idle", "1")], &["100"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -129,20 +114,7 @@ fn engine_lock_is_plain_only_while_one_thread_uses_it() {
     let dir = Scratch::new("lock-mode");
     let exe = build("lock_mode.c", &dir.0);
     for level in ["single", "funneled", "serialized", "multiple"] {
-        let out = mpirun(
-            &[
-                OsStr::new("--timeout"),
-                OsStr::new(TIMEOUT_S),
-                OsStr::new("--mca"),
-                OsStr::new("pml_base_verbose"),
-                OsStr::new("10"),
-                OsStr::new("-n"),
-                OsStr::new("2"),
-                exe.as_os_str(),
-                OsStr::new(level),
-            ],
-            &[],
-        );
+        let out = run(2, &exe, &[("pml_base_verbose", "10")], &[level]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
