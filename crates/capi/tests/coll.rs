@@ -203,6 +203,13 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "0", "1", &["allreduce", "nonblocking"]),
         (3, "0", "1", &["allreduce", "nonblocking"]),
         (4, "0", "1", &["allreduce", "nonblocking"]),
+        // Two erroneous ranks, every pair (on 4 ranks without the segment, ranks 1 and 2
+        // on recursive doubling against 0 and 3 on Rabenseifner's algorithm: recursive
+        // doubling takes its partners in that plan's order), blocking and nonblocking,
+        // and with the segment.
+        (3, "0", "1", &["allreduce", "twobad", "nopersistent"]),
+        (4, "0", "1", &["allreduce", "twobad", "nopersistent"]),
+        (4, "1", "1", &["allreduce", "twobad"]),
         // Reduces, scans and exscans where one rank passes another count, every form,
         // with the segment (every path of every length posts its length word at one
         // sequence number; the persistent forms compare the lengths at their init) at np 2
@@ -215,6 +222,11 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "0", "1", &["scan", "nosm"]),
         (3, "0", "1", &["scan", "nosm"]),
         (4, "0", "1", &["scan", "nosm"]),
+        // Without it, blocking, also the pairs whose lengths take different plans
+        // (recursive doubling against the chain, whose ranks check the lengths over
+        // recursive doubling's messages first) or chains of different segment counts.
+        (3, "0", "1", &["scan", "nosm", "allplans", "blocking"]),
+        (4, "0", "1", &["scan", "nosm", "allplans", "blocking"]),
         // Reduce-scatters (block and counts) where one rank passes other counts: every
         // form with the segment (each path posts the whole vector's length at one
         // sequence number; the persistent forms compare it at their init), every form

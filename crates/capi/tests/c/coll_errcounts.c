@@ -35,8 +35,10 @@
  *   above the erroneous one. Without the segment ("nosm") on more than 2 ranks, a scan's
  *   or exscan's pairs of lengths on different point-to-point plans (below 16 KiB
  *   recursive doubling, from it the chain) or with chains of different segment counts
- *   (64 KiB each) are left out: those still hang (the plans' messages do not meet);
- *   "allplans" runs them anyway (to show the hang).
+ *   (64 KiB each) are left out of the blocking and nonblocking forms: the nonblocking
+ *   ones still hang (the plans' messages do not meet); "allplans" runs them anyway (with
+ *   "blocking": the chain's ranks check the lengths over recursive doubling's messages
+ *   first, so those pass).
  * - reduce_scatter whose blocks one rank splits otherwise with the same sum ("rsmix",
  *   rs_mixed: e.g. counts {1, 3} against {2, 2}): every rank fails (each would otherwise
  *   fold its own block of the same-length vector and succeed); correct calls with the
@@ -49,7 +51,8 @@
  * MPI_Iallreduce, MPI_Allreduce_init), "reduce", "scan" (scan and exscan), "rs"
  * (reduce_scatter_block and reduce_scatter: one rank passes other counts; see rd_case),
  * "nosm" (the shared-memory segment is off: leaves out the scan pairs above), "allplans"
- * (does not), "rsmix" (only the reduce_scatter splits),
+ * (does not), "twobad" (with "allreduce": two erroneous ranks, every pair of ranks),
+ * "rsmix" (only the reduce_scatter splits),
  * "noncomm" (those reductions with a user op made non-commutative, which sums too),
  * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
@@ -325,7 +328,7 @@ static int ar_call(int form, const int *in, int *out, size_t n) {
     return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
 
-/* Every rank sums m ints but rank `bad`, which passes n. The bad rank must fail (any of
+/* Every rank sums m ints but the ranks of `bad` (bit r: rank r), which pass n. A bad rank must fail (any of
  * MPI_ERR_TRUNCATE, MPI_ERR_COUNT, MPI_ERR_OTHER), the others succeed with the right sums
  * or fail with one of those (every form; MPI_Iallreduce without the segment: a rank of
  * recursive doubling that got a wrong length also runs the exchanges of Rabenseifner's
@@ -334,14 +337,20 @@ static int ar_call(int form, const int *in, int *out, size_t n) {
  * the two-rank point-to-point range (up to 8 KiB) and cross-memory range (up to 1 MiB),
  * the large region, the point-to-point algorithms' bound (16 KiB: recursive doubling
  * below, the ring or Rabenseifner's algorithm above), and far apart. */
-static void ar_case(int form, int bad, size_t m, size_t n, int seed) {
-    size_t mine = rank == bad ? n : m;
+static void ar_case(int form, unsigned bad, size_t m, size_t n, int seed) {
+    int is_bad = bad >> rank & 1;
+    size_t mine = is_bad ? n : m;
     int *in = xmalloc(mine * sizeof(int)), *out = xmalloc(mine * sizeof(int));
     for (size_t i = 0; i < mine; i++) {
         in[i] = (int)(i % 1000) + seed + rank;
         out[i] = -1;
     }
-    snprintf(cur, sizeof cur, "%s: %zu ints, rank %d passes %zu", ar_name[form], m, bad, n);
+    if ((bad & (bad - 1)) == 0)
+        snprintf(cur, sizeof cur, "%s: %zu ints, rank %d passes %zu", ar_name[form], m,
+                 __builtin_ctz(bad), n);
+    else
+        snprintf(cur, sizeof cur, "%s: %zu ints, the ranks of mask %u pass %zu", ar_name[form], m,
+                 bad, n);
     alarm(30);
     int c = class_of_rc(ar_call(form, in, out, mine));
     int data_ok = 1;
@@ -352,7 +361,7 @@ static void ar_case(int form, int bad, size_t m, size_t n, int seed) {
         printf("%s: rank %d: %s%s\n", cur, rank, cname(c),
                c == MPI_SUCCESS && !data_ok ? " (wrong data)" : "");
         fflush(stdout);
-    } else if (rank == bad) {
+    } else if (is_bad) {
         if (!known) FAIL("got %s", cname(c));
     } else if (!(known || (c == MPI_SUCCESS && data_ok))) {
         FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong sums" : "");
@@ -395,8 +404,25 @@ static void allreduces(void) {
     for (int form = 0; form < 3; form++)
         for (size_t k = 0; k < npairs && (forms >> form & 1); k++)
             for (int bad = 0; bad < size; bad++)
-                ar_case(form, bad, pairs[k][0], pairs[k][1], ++seed % 200);
+                ar_case(form, 1u << bad, pairs[k][0], pairs[k][1], ++seed % 200);
     if (rank == 0 && !failed) printf("coll_errcounts: allreduce mismatches: ok\n");
+}
+
+/* "twobad": two erroneous ranks, every pair of ranks (e.g. on 4 ranks, 1 and 2 of 2500 ints
+ * on recursive doubling against 0 and 3 of 5000 on Rabenseifner's algorithm), lengths on
+ * both sides of the point-to-point bound and of the segment's paths. */
+static void allreduces_twobad(void) {
+    static const size_t pairs[][2] = {
+        {2500, 5000}, {5000, 2500}, {4096, 8192}, {8192, 4096}, {100, 70000},
+        {70000, 100}, {1024, 262145}, {262145, 1024}, {1, 2}, {2049, 2048},
+    };
+    int seed = 0;
+    for (int form = 0; form < 3; form++)
+        for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (forms >> form & 1); k++)
+            for (int a = 0; a < size; a++)
+                for (int b = a + 1; b < size; b++)
+                    ar_case(form, 1u << a | 1u << b, pairs[k][0], pairs[k][1], ++seed % 200);
+    if (rank == 0 && !failed) printf("coll_errcounts: allreduce mismatches of two ranks: ok\n");
 }
 
 /* ---- reduce, scan, exscan, reduce_scatter(_block) ---- */
@@ -634,7 +660,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
     CHECK(size <= 64);
-    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0, rsmix = 0;
+    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0, rsmix = 0, twobad = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "survey")) survey = 1;
         if (!strcmp(argv[i], "bcast")) only_bcast = 1;
@@ -646,6 +672,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "nosm")) nosm = 1;
         if (!strcmp(argv[i], "allplans")) allplans = 1;
         if (!strcmp(argv[i], "rsmix")) rsmix = 1;
+        if (!strcmp(argv[i], "twobad")) twobad = 1;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;
@@ -659,7 +686,8 @@ int main(int argc, char **argv) {
     if (!only_a2a && !only_ar && !rd && !rsmix) bcasts();
     if (!only_bcast && !only_ar && !rd && !rsmix) a2as();
     if (rsmix) rs_mixed();
-    if (only_ar) allreduces();
+    if (only_ar && !twobad) allreduces();
+    if (only_ar && twobad) allreduces_twobad();
     if (rd) reductions(rd);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rd_op != MPI_SUM) MPI_Op_free(&rd_op);

@@ -411,6 +411,10 @@ pub fn scan<F: Fn(&[u8], &mut [u8])>(
         elem_size,
         commutative,
     };
+    if seg.is_some() {
+        // The gate checked the lengths.
+        return a.scan_into_agreed(send, recv, exclusive, &op);
+    }
     a.scan_into(send, recv, exclusive, &op)
 }
 

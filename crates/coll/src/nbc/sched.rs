@@ -1230,17 +1230,20 @@ impl CollComm {
             // there, whose first halving has exactly our length (no wrong length comes):
             // unless the segment checked the lengths (`tag`), such a vector exchanges an
             // empty message (a marker once an error came) with every partner always, in
-            // its last round beside that round's data (the other rank sends its block
-            // into our empty receive, gets our empty message, and both fail). Per partner
-            // the messages go in the same order as in rounds of their own after the last
-            // (data, then the empty one), only posted earlier, so no plan that those
-            // rounds complete waits here; and the only wrong data that no wrong length
-            // announced enters in that last round (the first halving, at distance
-            // `pof2 / 2`), after our data went to every other partner.
+            // a round after its last (the other rank sends its block into our empty
+            // receive, gets our empty message, and both fail).
+            // Where another length may take Rabenseifner's algorithm, the partners go in
+            // its order (its halving's distances, `pof2 / 2` down to 1; its doubling's
+            // after): in rank order, two ranks of each plan on 4 ranks could each wait for
+            // a partner that first waits for another (a cycle: a hang). The first halving
+            // now meets our first round, so the empty messages of a vector near the bound
+            // go in a round of their own after the last, as the blocking form runs them
+            // (a rank that took a wrong half there has sent its data on since, and an
+            // error seen by then goes out as the marker).
             let large_plan = commutative && p > 2 && tune::algorithm(Coll::Allreduce) == 0;
             let near = large_plan && tag.is_none() && n + elem > tune::ALLREDUCE_SMALL / 2;
-            let mut mask = 1;
-            while mask < pof2 {
+            let mut mask = if large_plan { pof2 >> 1 } else { 1 };
+            while mask > 0 && mask < pof2 {
                 let dst = fold_real_rank(newrank ^ mask, rem);
                 s.round();
                 let ex = Exchange {
@@ -1253,16 +1256,17 @@ impl CollComm {
                 let rd = s.rounds.last_mut().expect("just pushed");
                 rd.0.push(snd(if ready { b } else { inp }, n, dst));
                 ready = rd.combine(ex, dst > r, commutative, &mut tmp, &mut s.regions);
-                if near && mask << 1 == pof2 {
-                    let mut m = 1;
-                    while m < pof2 {
-                        let dst = fold_real_rank(newrank ^ m, rem);
-                        rd.0.push(snd(b, 0, dst));
-                        rd.0.push(rcv(b, 0, dst));
-                        m <<= 1;
-                    }
+                mask = if large_plan { mask >> 1 } else { mask << 1 };
+            }
+            if near {
+                let rd = s.round();
+                let mut m = 1;
+                while m < pof2 {
+                    let dst = fold_real_rank(newrank ^ m, rem);
+                    rd.push(snd(b, 0, dst));
+                    rd.push(rcv(b, 0, dst));
+                    m <<= 1;
                 }
-                mask <<= 1;
             }
             if large_plan && !near {
                 let first = s.rounds.len();

@@ -71,6 +71,60 @@ impl CollComm {
         self.exact_status(x, rst, rlen, src)
     }
 
+    /// One exact exchange with either side optional: sends `slen` bytes at `s` to `dest`
+    /// (the marker once `x` holds an error) and receives from `src` into `room` bytes at
+    /// `r`, where `want` are expected (a longer message that fits is received whole and
+    /// recorded in `x` as another length). Returns the received length (`None`: nothing
+    /// received, or the message did not fit).
+    ///
+    /// # Safety
+    /// `s` readable for `slen` bytes, `r` writable for `room` bytes, not overlapping.
+    pub(crate) unsafe fn xchg_room(
+        &self,
+        x: &mut Exact,
+        send: Option<(*const u8, usize, i32)>,
+        recv: Option<(*mut u8, usize, usize, i32)>,
+        tag: i32,
+    ) -> Result<Option<usize>> {
+        let rr = match recv {
+            // SAFETY: caller guarantee; waited for below (or abandoned).
+            Some((r, room, _, src)) => Some((unsafe { self.irecv_raw(r, room, src, tag) }?, src)),
+            None => None,
+        };
+        let sr = match send {
+            Some((s, slen, dest)) => {
+                let (s, slen) = match x.0 {
+                    Some(_) => (marker(slen).as_ptr(), marker(slen).len()),
+                    None => (s, slen),
+                };
+                // SAFETY: caller guarantee (the marker is static); waited for below.
+                match unsafe { self.isend_raw(s, slen, dest, tag) } {
+                    Ok(q) => Some((q, dest)),
+                    Err(e) => {
+                        if let Some(q) = rr {
+                            self.abandon(&[q]);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
+        let rst = rr.map(|(q, _)| self.e.wait(q));
+        if let Some((q, dest)) = sr {
+            let sst = self.e.wait(q);
+            self.check(sst, "send", dest)?;
+        }
+        match (rst, recv) {
+            (Some(st), Some((_, _, want, src))) => {
+                let got = st.error.is_none().then_some(st.count_bytes);
+                self.exact_status(x, st, want, src)?;
+                Ok(got)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// [`CollComm::xchg_raw`] on slices.
     pub(crate) fn xchg(
         &self,
@@ -208,7 +262,9 @@ impl CollComm {
         }
     }
 
-    /// Recursive doubling (after the fold of [`CollComm::allreduce_fold_in`]). A rank that
+    /// Recursive doubling (after the fold of [`CollComm::allreduce_fold_in`]); where
+    /// another length could take the large-vector plan (the default choice, a commutative
+    /// `op`), the partners go in that plan's order (distance `pof2 / 2` first). A rank that
     /// saw an erroneous length by the end of its rounds runs, when another length could
     /// have taken the large-vector plan (the default choice, a commutative `op`), the
     /// rounds that plan has beyond ours, sending markers: the ring's second exchange on two
@@ -235,8 +291,14 @@ impl CollComm {
         let (pof2, rem) = fold_sizes(p);
         let newrank = self.allreduce_fold_in(&mut x, buf, tmp, op, rem)?;
         if newrank >= 0 {
-            let mut mask = 1;
-            while mask < pof2 {
+            // Another length may take the large-vector plan: our partners then come in
+            // its order (the distances of its halving, `pof2 / 2` down to 1, then those of
+            // its doubling, below), so that ranks of both plans meet whatever ranks pass
+            // which length. In rank order instead, two ranks of each plan on 4 ranks could
+            // each wait for a partner that first waits for another (a cycle: a hang).
+            let large_plan = op.commutative && tune::algorithm(Coll::Allreduce) == 0;
+            let mut mask = if large_plan { pof2 >> 1 } else { 1 };
+            while mask > 0 && mask < pof2 {
                 let dst = fold_real_rank(newrank ^ mask, rem);
                 self.xchg(&mut x, (buf, dst), (tmp, dst), TAG_ALLREDUCE)?;
                 if op.commutative || dst < r {
@@ -245,10 +307,10 @@ impl CollComm {
                     (op.f)(buf, tmp);
                     buf.copy_from_slice(tmp);
                 }
-                mask <<= 1;
+                mask = if large_plan { mask >> 1 } else { mask << 1 };
             }
             let near = !agreed && buf.len() + op.elem_size > tune::ALLREDUCE_SMALL / 2;
-            if (x.0.is_some() || near) && op.commutative && tune::algorithm(Coll::Allreduce) == 0 {
+            if (x.0.is_some() || near) && large_plan {
                 let mut mask = 1;
                 while mask < pof2 {
                     let dst = fold_real_rank(newrank ^ mask, rem);

@@ -3,12 +3,122 @@
 use super::allreduce::{marker, Exact};
 use super::{TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
-    chain_segments, check_blocks, check_op, pooled, scan_chain, scan_rounds, unpool, Scratch,
+    chain_segments, check_blocks, check_op, lengths_differ, pooled, scan_chain, scan_rounds,
+    unpool, Scratch,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Op, Result};
 use oxmpi_engine::ErrorClass;
+
+/// The bytes of a scan's length header ([`ScanLens`]): 16 of magic, the smallest and the
+/// largest length.
+const SCAN_HDR: usize = 32;
+const SCAN_MAGIC: [u8; 16] = *b"oxmpi scan chain";
+
+/// The lengths of a range of ranks that a chain rank's check before the chain gathers
+/// ([`CollComm::scan_chain_check`]) over the recursive-doubling plan's messages: the
+/// smallest and the largest, or ([`ScanLens::OTHER`]) a rank of that range took recursive
+/// doubling (its message was not a header).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ScanLens {
+    lo: u64,
+    hi: u64,
+}
+
+impl ScanLens {
+    /// No rank yet.
+    const NONE: Self = Self {
+        lo: u64::MAX,
+        hi: 0,
+    };
+    /// A rank of recursive doubling, or a message that was not a header.
+    const OTHER: Self = Self {
+        lo: 0,
+        hi: u64::MAX,
+    };
+
+    fn of(n: usize) -> Self {
+        Self {
+            lo: n as u64,
+            hi: n as u64,
+        }
+    }
+
+    fn with(self, o: Self) -> Self {
+        Self {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.max(o.hi),
+        }
+    }
+
+    /// The one length every rank of the range passes, if they are chain ranks that agree.
+    fn all(self) -> Option<usize> {
+        (self.lo == self.hi).then_some(self.lo as usize)
+    }
+
+    fn encode(self) -> [u8; SCAN_HDR] {
+        let mut b = [0u8; SCAN_HDR];
+        b[..16].copy_from_slice(&SCAN_MAGIC);
+        b[16..24].copy_from_slice(&self.lo.to_le_bytes());
+        b[24..].copy_from_slice(&self.hi.to_le_bytes());
+        b
+    }
+
+    /// The header in `b` (exactly [`SCAN_HDR`] bytes that start with the magic).
+    fn parse(b: &[u8]) -> Option<Self> {
+        if b.len() != SCAN_HDR || b[..16] != SCAN_MAGIC {
+            return None;
+        }
+        let w = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Some(Self {
+            lo: w(16),
+            hi: w(24),
+        })
+    }
+}
+
+/// After a receive of recursive doubling that chain ranks may meet (`got` bytes in `buf`,
+/// from a partner ranking lower when `lower`): a header (a chain rank's, see
+/// [`CollComm::scan_chain_check`]) fails the call, and its lengths join `below`; any other
+/// message from a lower partner makes `below` [`ScanLens::OTHER`] (a rank of recursive
+/// doubling below us: rank `r - 1` runs no chain towards us).
+fn scan_header(
+    x: &mut Exact,
+    below: &mut ScanLens,
+    got: Option<usize>,
+    buf: &[u8],
+    lower: bool,
+    n: usize,
+) {
+    let h = match got
+        .filter(|&l| l == SCAN_HDR)
+        .and_then(|l| ScanLens::parse(&buf[..l]))
+    {
+        Some(h) => h,
+        None => {
+            if lower {
+                *below = ScanLens::OTHER;
+            }
+            return;
+        }
+    };
+    if lower {
+        *below = below.with(h);
+    }
+    if x.0.is_none() {
+        let theirs = if h.lo != n as u64 { h.lo } else { h.hi };
+        x.0 = Some(lengths_differ(
+            theirs,
+            n,
+            format!(
+                "scan: a partner of recursive doubling ({n} bytes) runs the chain (ranks of \
+                 {} to {} bytes; the ranks' counts differ)",
+                h.lo, h.hi
+            ),
+        ));
+    }
+}
 
 impl CollComm {
     /// `MPI_Reduce` in place: `buf` holds our contribution; at `root` it receives the result.
@@ -424,12 +534,44 @@ impl CollComm {
     /// error is returned after the last round. The plan is the same for every length, and
     /// every rank above an erroneous one folds a partial that it or a marker took part in,
     /// so the erroneous rank (unless it is rank 0) and every rank above it fail.
+    ///
+    /// Another length may take the chain ([`CollComm::scan_chain`], from
+    /// [`tune::SCAN_CHAIN_MIN`] on more than 2 ranks): its ranks first run our plan's
+    /// messages with length headers ([`CollComm::scan_chain_check`]). Unless the lengths
+    /// are known to agree ([`CollComm::scan_into_agreed`]), a receive here then has room
+    /// for a header, a header fails the call, and a rank that got one from every lower
+    /// partner (every rank below is a chain rank, all of one length) takes the chain's
+    /// segments that rank `r - 1` sends it.
     pub fn scan_into(
         &self,
         send: Option<&[u8]>,
         recv: &mut [u8],
         exclusive: bool,
         op: &Op,
+    ) -> Result<()> {
+        self.scan_into_as(send, recv, exclusive, op, false)
+    }
+
+    /// [`CollComm::scan_into`] where every rank is known to pass the same length (the
+    /// segment's gate checked it, [`crate::sm::Seg::reduction_gate`]): the chain runs
+    /// without its length check, recursive doubling without looking for headers.
+    pub fn scan_into_agreed(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        exclusive: bool,
+        op: &Op,
+    ) -> Result<()> {
+        self.scan_into_as(send, recv, exclusive, op, true)
+    }
+
+    fn scan_into_as(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        exclusive: bool,
+        op: &Op,
+        agreed: bool,
     ) -> Result<()> {
         check_op(recv.len(), op)?;
         if send.is_some_and(|s| s.len() != recv.len()) {
@@ -444,7 +586,12 @@ impl CollComm {
                     Alg::ScanChain
                 },
             );
-            return self.scan_chain(send, recv, exclusive, op);
+            let below = if agreed {
+                None
+            } else {
+                Some(self.scan_chain_check(recv.len())?)
+            };
+            return self.scan_chain(send, recv, exclusive, op, below);
         }
         count(
             self.shadow,
@@ -456,6 +603,9 @@ impl CollComm {
         );
         let n = recv.len();
         let (r, p) = (self.rank, self.size);
+        // Chain ranks may send headers here (see above).
+        let mixed = !agreed && p > 2 && tune::algorithm(Coll::Scan) == 0;
+        let room = if mixed { n.max(SCAN_HDR) } else { n };
         // In place, our input is copied: the result overwrites it while it may still be sent.
         let copy = send.is_none().then(|| {
             let mut v = pooled(n);
@@ -467,27 +617,37 @@ impl CollComm {
         let mut tmp: Option<Vec<u8>> = None;
         let mut have = false;
         let mut x = Exact::default();
+        // The lengths below us as the headers told them (mixed only).
+        let mut below = ScanLens::NONE;
         for rd in scan_rounds(r, p) {
             let (d, keep, send_it, recv_it) = (rd.peer, rd.keep, rd.send, rd.recv);
             let part: &[u8] = partial.as_deref().unwrap_or(inp);
-            if d < r && !have && !keep && (exclusive || op.commutative) {
+            let sent = send_it.then_some((part.as_ptr(), part.len(), d));
+            if d < r && !have && !keep && (exclusive || op.commutative) && room == n {
                 // Straight into the result.
-                if send_it {
-                    self.xchg(&mut x, (part, d), (recv, d), TAG_SCAN)?;
-                } else {
-                    self.xrecv(&mut x, recv, d, TAG_SCAN)?;
+                // SAFETY: `part` (our input or partial) and `recv` are distinct buffers,
+                // `recv` writable for `n == room` bytes; both outlive the exchange.
+                let got = unsafe {
+                    self.xchg_room(&mut x, sent, Some((recv.as_mut_ptr(), n, n, d)), TAG_SCAN)
+                }?;
+                if mixed {
+                    scan_header(&mut x, &mut below, got, recv, d < r, n);
                 }
                 if !exclusive {
                     (op.f)(inp, recv);
                 }
                 have = true;
             } else if recv_it {
-                let t = tmp.get_or_insert_with(|| pooled(n));
-                if send_it {
-                    self.xchg(&mut x, (part, d), (t, d), TAG_SCAN)?;
-                } else {
-                    self.xrecv(&mut x, t, d, TAG_SCAN)?;
+                let tb = tmp.get_or_insert_with(|| pooled(room));
+                // SAFETY: `tb` (scratch of `room` bytes) is distinct from `part`; both
+                // outlive the exchange.
+                let got = unsafe {
+                    self.xchg_room(&mut x, sent, Some((tb.as_mut_ptr(), room, n, d)), TAG_SCAN)
+                }?;
+                if mixed {
+                    scan_header(&mut x, &mut below, got, tb, d < r, n);
                 }
+                let t = &mut tb[..n];
                 if d < r {
                     // `t` covers the ranks just below those our result covers.
                     if exclusive && !have {
@@ -533,7 +693,74 @@ impl CollComm {
         for v in [copy, partial, tmp].into_iter().flatten() {
             unpool(v);
         }
+        // Every rank below is a chain rank of one length (each lower partner sent a
+        // header): rank `r - 1` sends us its chain; take it, as it planned it.
+        if let (true, Some(_), Some(l)) = (mixed && r > 0, &x.0, below.all()) {
+            let tag = if exclusive { TAG_EXSCAN } else { TAG_SCAN };
+            self.scan_drain(l, op.elem_size, r - 1, tag)?;
+        }
         x.0.map_or(Ok(()), Err)
+    }
+
+    /// The check a chain rank runs before the chain of an `n`-byte vector when the lengths
+    /// are not known to agree: the recursive-doubling plan's messages ([`scan_rounds`],
+    /// the same pairs and directions), each a header ([`ScanLens`], [`SCAN_HDR`] bytes) of
+    /// the lengths our partial would cover in place of the partial; a message that is not
+    /// a header (a rank of recursive doubling, whose vector is shorter than the chain's
+    /// bound, sent its partial or the error marker) counts as [`ScanLens::OTHER`]. So a
+    /// rank of either plan meets its partners message for message. Returns the lengths of
+    /// the ranks below ours: rank `r - 1` runs the chain towards us exactly when they are
+    /// all one length (it knows the same ranks' lengths, its own among them).
+    fn scan_chain_check(&self, n: usize) -> Result<ScanLens> {
+        let r = self.rank;
+        let mut part = ScanLens::of(n);
+        let mut below = ScanLens::NONE;
+        for rd in scan_rounds(r, self.size) {
+            let out = part.encode();
+            let mut got = [0u8; SCAN_HDR];
+            // A header always goes out (no marker): a fresh record for each exchange.
+            let mut x = Exact::default();
+            // SAFETY: `out` and `got` are distinct stack buffers of `SCAN_HDR` bytes that
+            // outlive the exchange.
+            let len = unsafe {
+                self.xchg_room(
+                    &mut x,
+                    rd.send.then_some((out.as_ptr(), SCAN_HDR, rd.peer)),
+                    rd.recv
+                        .then_some((got.as_mut_ptr(), SCAN_HDR, SCAN_HDR, rd.peer)),
+                    TAG_SCAN,
+                )
+            }?;
+            if rd.recv {
+                let t = len
+                    .and_then(|l| ScanLens::parse(&got[..l]))
+                    .unwrap_or(ScanLens::OTHER);
+                if rd.peer < r {
+                    below = below.with(t);
+                }
+                if rd.keep {
+                    part = part.with(t);
+                }
+            }
+        }
+        Ok(below)
+    }
+
+    /// Receives (and drops) the chain's segments of a `len`-byte vector from `src`: those
+    /// a rank that passes another length sends us, as [`CollComm::scan_chain`] cuts them.
+    fn scan_drain(&self, len: usize, elem: usize, src: i32, tag: i32) -> Result<()> {
+        let segs = chain_segments(len, elem);
+        let mut v = pooled(segs.first().map_or(0, |s| s.1));
+        let mut res = Ok(());
+        for &(_, m) in &segs {
+            // Any length goes: the call fails anyway.
+            if let Err(e) = self.xrecv(&mut Exact::default(), &mut v[..m], src, tag) {
+                res = Err(e);
+                break;
+            }
+        }
+        unpool(v);
+        res
     }
 
     /// The pipelined chain of [`CollComm::scan_into`] (same arguments): rank `r` receives
@@ -551,10 +778,37 @@ impl CollComm {
         recv: &mut [u8],
         exclusive: bool,
         op: &Op,
+        below: Option<ScanLens>,
     ) -> Result<()> {
         let n = recv.len();
         let (r, p) = (self.rank, self.size);
         let tag = if exclusive { TAG_EXSCAN } else { TAG_SCAN };
+        // The check found ranks below of another length, or of recursive doubling: rank
+        // `r - 1` runs no chain towards us, or one of its own length, which we take and
+        // drop; we run none towards `r + 1` (whose check sees the same ranks and ours).
+        if let Some(lens) = below.filter(|l| r > 0 && l.all() != Some(n)) {
+            if let Some(l) = lens.all() {
+                self.scan_drain(l, op.elem_size, r - 1, tag)?;
+            }
+            let theirs = if lens.lo != n as u64 {
+                lens.lo
+            } else {
+                lens.hi
+            };
+            return Err(lengths_differ(
+                theirs,
+                n,
+                format!(
+                    "scan: rank {r} passes {n} bytes, the ranks below it {} (the ranks' \
+                     counts differ)",
+                    match lens.all() {
+                        Some(l) => format!("{l} bytes"),
+                        None if lens == ScanLens::OTHER => "shorter vectors".to_string(),
+                        None => format!("{} to {} bytes", lens.lo, lens.hi),
+                    }
+                ),
+            ));
+        }
         let segs = chain_segments(n, op.elem_size);
         let next = (r + 1 < p).then_some(r + 1);
         let mut reqs: Vec<(oxmpi_engine::ReqId, i32)> = Vec::new();
@@ -731,5 +985,33 @@ impl CollComm {
         unpool(tmp);
         unpool(partial);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scan's length header: read back only whole and with its magic; ranks of one
+    /// length agree, another length or a rank of recursive doubling spoils the range for
+    /// good, and a message of another length (a partial, a marker) is no header.
+    #[test]
+    fn scan_length_headers() {
+        let h = ScanLens::of(70000).with(ScanLens::of(70000));
+        assert_eq!(h.all(), Some(70000));
+        assert_eq!(ScanLens::parse(&h.encode()), Some(h));
+        assert_eq!(ScanLens::NONE.with(h), h);
+        assert_eq!(ScanLens::NONE.all(), None);
+        let two = h.with(ScanLens::of(70004));
+        assert_eq!(two.all(), None);
+        assert_eq!(ScanLens::parse(&two.encode()), Some(two));
+        assert_eq!(h.with(ScanLens::OTHER), ScanLens::OTHER);
+        assert_eq!(ScanLens::OTHER.with(h).all(), None);
+        let b = h.encode();
+        assert_eq!(ScanLens::parse(&b[..SCAN_HDR - 1]), None);
+        let mut c = b;
+        c[3] ^= 1;
+        assert_eq!(ScanLens::parse(&c), None);
+        assert_eq!(ScanLens::parse(&[0u8; SCAN_HDR]), None);
     }
 }
