@@ -79,6 +79,34 @@ fn loc<const W: usize, T: PartialOrd, const MIN: bool>(
     }
 }
 
+/// MINLOC (`MIN`) or MAXLOC over one-word pairs with an integer value (`MPI_2INT`,
+/// `MPI_SHORT_INT`), each pair compared through one signed 64-bit key: the value in the
+/// high bits (signed), the index below it (unsigned, biased so that the lower index is the
+/// smaller key for MINLOC and the larger for MAXLOC), so that the rule of [`loc`] (the
+/// better value, a tie to the lower index) is one key comparison. Where [`loc`] compares
+/// two 32-bit fields of each word and combines three masks, this is a shuffle, an xor and
+/// one 64-bit compare per four pairs with AVX2. Equal keys are equal pairs (the padding of
+/// `MPI_SHORT_INT` aside, which travels with its pair as in [`loc`]): `y` is kept.
+#[inline(always)]
+fn loc_key<const MIN: bool>(a: &[u64], b: &mut [u64], key: impl Fn(u64) -> i64) {
+    for (x, y) in a.iter().zip(b.iter_mut()) {
+        let (kx, ky) = (key(*x), key(*y));
+        let take = if MIN { kx < ky } else { kx > ky };
+        let m = u64::from(take).wrapping_neg();
+        *y = (*x & m) | (*y & !m);
+    }
+}
+
+/// The bias of [`loc_key`]'s index bits: the signed index as an unsigned number in
+/// order (MINLOC), or in reverse order (MAXLOC: the lower index wins a tie there too).
+const fn index_bias(min: bool) -> u64 {
+    if min {
+        0x8000_0000
+    } else {
+        0x7fff_ffff
+    }
+}
+
 /// A machine word a pair kernel blends: all ones or all zeros as a mask.
 trait Word:
     Copy
@@ -392,13 +420,36 @@ unsafe fn run(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> b
             }
         }};
     }
+    macro_rules! keyed {
+        ($key:expr) => {{
+            // SAFETY: caller contract: `n` one-word pairs at both pointers, aligned for
+            // u64 (checked in `apply`), not overlapping.
+            let (x, y) = unsafe {
+                (
+                    std::slice::from_raw_parts(a.cast::<u64>(), n),
+                    std::slice::from_raw_parts_mut(b.cast::<u64>(), n),
+                )
+            };
+            let key = $key;
+            match op {
+                OpKind::MinLoc => loc_key::<true>(x, y, |w| key(w, index_bias(true))),
+                OpKind::MaxLoc => loc_key::<false>(x, y, |w| key(w, index_bias(false))),
+                _ => return false,
+            }
+        }};
+    }
     // the int of a one-word pair (high half) and of a two-word pair (low half of word 1)
     let hi = |p: &[u64; 1]| (p[0] >> 32) as u32 as i32;
     let w1 = |p: &[u64; 2]| p[1] as u32 as i32;
     match ty {
-        ElemType::TwoInt if LE => pairs!(1, |p: &[u64; 1]| p[0] as u32 as i32, hi),
+        // {i32 value, i32 index}: the key is the word with its halves swapped
+        ElemType::TwoInt if LE => keyed!(|w: u64, bias: u64| (w.rotate_left(32) ^ bias) as i64),
         ElemType::FloatInt if LE => pairs!(1, |p: &[u64; 1]| f32::from_bits(p[0] as u32), hi),
-        ElemType::ShortInt if LE => pairs!(1, |p: &[u64; 1]| p[0] as u16 as i16, hi),
+        // {i16 value, 2 bytes of padding, i32 index}: the value in the key's top 16 bits,
+        // the index below it, the padding shifted out
+        ElemType::ShortInt if LE => {
+            keyed!(|w: u64, bias: u64| { ((w << 48) | (((w >> 32) ^ bias) << 16)) as i64 })
+        }
         ElemType::DoubleInt if LE => pairs!(2, |p: &[u64; 2]| f64::from_bits(p[0]), w1),
         ElemType::LongInt if LE => pairs!(2, |p: &[u64; 2]| p[0] as i64, w1),
         ElemType::F32 => typed!(f32, float_ops),

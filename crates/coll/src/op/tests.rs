@@ -616,3 +616,143 @@ fn bytemuck_u8(v: &mut [u64]) -> &mut [u8] {
     // SAFETY: the words' bytes, same lifetime, any bit pattern valid for both.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 8) }
 }
+
+/// Nanoseconds per byte of the kernels a reduction of the benchmarks' types runs
+/// (`cargo test --release -p oxmpi-coll kernel_bytes_speed -- --ignored --nocapture`):
+/// SUM on `MPI_CHAR`, `MPI_INT`, `MPI_DOUBLE` and MINLOC/MAXLOC on the pair types in their
+/// layout (`apply_fast`) and the padded ones packed (`apply_packed`, as the collectives move
+/// them), with vectors of 16 KiB (in the first-level cache), 64 KiB and 8 MiB (from memory).
+/// A measurement, not a check.
+#[test]
+#[ignore]
+fn kernel_bytes_speed() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for bytes in [16 << 10, 64 << 10, 8 << 20] {
+        // 8-aligned buffers of random bytes; pairs get values and indices from few choices
+        let words = bytes / 8;
+        let mut a = vec![0u64; words];
+        let mut b0 = vec![0u64; words];
+        let reps = (512 << 20) / bytes;
+        let mut line = format!("{:>5} KiB:", bytes >> 10);
+        let cases: [(&str, OpKind, ElemType, bool); 12] = [
+            ("CHAR SUM", OpKind::Sum, ElemType::I8, false),
+            ("INT SUM", OpKind::Sum, ElemType::I32, false),
+            ("DOUBLE SUM", OpKind::Sum, ElemType::F64, false),
+            ("2INT MINLOC", OpKind::MinLoc, ElemType::TwoInt, false),
+            ("2INT MAXLOC", OpKind::MaxLoc, ElemType::TwoInt, false),
+            (
+                "FLOAT_INT MAXLOC",
+                OpKind::MaxLoc,
+                ElemType::FloatInt,
+                false,
+            ),
+            (
+                "SHORT_INT MAXLOC",
+                OpKind::MaxLoc,
+                ElemType::ShortInt,
+                false,
+            ),
+            (
+                "DOUBLE_INT MAXLOC",
+                OpKind::MaxLoc,
+                ElemType::DoubleInt,
+                false,
+            ),
+            ("LONG_INT MAXLOC", OpKind::MaxLoc, ElemType::LongInt, false),
+            ("SHORT_INT packed", OpKind::MaxLoc, ElemType::ShortInt, true),
+            (
+                "DOUBLE_INT packed",
+                OpKind::MaxLoc,
+                ElemType::DoubleInt,
+                true,
+            ),
+            ("LONG_INT packed", OpKind::MaxLoc, ElemType::LongInt, true),
+        ];
+        for (name, op, ty, pk) in cases {
+            for (x, y) in a.iter_mut().zip(b0.iter_mut()) {
+                // values 0..3 in every field's low bits (ties), small doubles valid
+                let f = |r: &mut Rng| match ty {
+                    ElemType::FloatInt => u64::from((r.below(4) as f32).to_bits()),
+                    ElemType::DoubleInt => (r.below(4) as f64).to_bits(),
+                    _ => r.next() & 0x0003_0003_0003_0003,
+                };
+                let g = |r: &mut Rng, v: u64| v | (r.below(4) as u64) << 32;
+                let v = f(&mut rng);
+                *x = g(&mut rng, v);
+                let v = f(&mut rng);
+                *y = g(&mut rng, v);
+            }
+            let n = if pk {
+                bytes / ty.packed_size()
+            } else {
+                bytes / ty.size()
+            };
+            let mut b = b0.clone();
+            let (pa, pb) = (a.as_ptr().cast::<u8>(), b.as_mut_ptr().cast::<u8>());
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                // SAFETY: `n` elements (packed or in their layout) fit the `bytes` bytes of
+                // each buffer, 8-aligned, not overlapping.
+                let ok = unsafe {
+                    if pk {
+                        apply_packed(op, ty, pa, pb, n)
+                    } else {
+                        apply_fast(op, ty, pa, pb, n)
+                    }
+                };
+                assert!(ok);
+            }
+            let ns = t.elapsed().as_nanos() as f64 / (reps * bytes) as f64;
+            line += &format!(" {name} {ns:.3}");
+            std::hint::black_box(&b);
+        }
+        println!("{line} ns/byte");
+    }
+}
+
+#[test]
+fn keyed_pair_kernels_order_extreme_values_and_indices() {
+    // `MPI_2INT` and `MPI_SHORT_INT` compare one 64-bit key (value above, biased index
+    // below): every pair of extreme values and indices (the sign bits, 0, -1) both ways
+    // round, against the rule written here, in one vector of 16+ pairs (the AVX2 build).
+    fn case<T: Copy + PartialOrd + std::fmt::Debug>(ty: ElemType, vals: [T; 5]) {
+        let idx = [i32::MIN, -1, 0, 1, i32::MAX];
+        let all: Vec<P<T>> = vals
+            .iter()
+            .flat_map(|&v| idx.iter().map(move |&i| P { v, i }))
+            .collect();
+        let (mut a, mut b0) = (Vec::new(), Vec::new());
+        for x in &all {
+            for y in &all {
+                a.push(*x);
+                b0.push(*y);
+            }
+        }
+        for op in [OpKind::MinLoc, OpKind::MaxLoc] {
+            let mut y = b0.clone();
+            // SAFETY: `a.len()` pairs of the type's layout at both, 8-aligned.
+            let ok =
+                unsafe { apply_fast(op, ty, a.as_ptr().cast(), y.as_mut_ptr().cast(), a.len()) };
+            assert!(ok, "{op:?} on {ty:?}");
+            for ((x, w), got) in a.iter().zip(&b0).zip(&y) {
+                let better = if op == OpKind::MinLoc {
+                    x.v < w.v
+                } else {
+                    x.v > w.v
+                };
+                let want = if better || (x.v == w.v && x.i < w.i) {
+                    x
+                } else {
+                    w
+                };
+                assert_eq!(
+                    (got.v, got.i),
+                    (want.v, want.i),
+                    "{op:?} on {ty:?}: {x:?} {w:?}"
+                );
+            }
+        }
+    }
+    case(ElemType::TwoInt, [i32::MIN, -1, 0, 1, i32::MAX]);
+    case(ElemType::ShortInt, [i16::MIN, -1, 0, 1, i16::MAX]);
+}
