@@ -144,8 +144,8 @@ impl Seg {
     /// untouched by the exclusive scan. `red` computes `inout = in ∘ inout` on whole
     /// elements of `elem` bytes. Collective; false (nothing done, on every rank alike) when
     /// the region cannot be used. `a` is the communicator's collective view. An inclusive
-    /// scan of more than [`crate::tune::SCAN_CHAIN_MIN`] bytes on more than 2 ranks is a
-    /// chain instead, as the nonblocking one's, in segments of [`SCAN_CHAIN_SEGMENT`]: rank
+    /// scan of more than [`crate::tune::SCAN_CHAIN_MIN`] bytes on more than 3 ranks (twice
+    /// that on 3) is a chain instead, as the nonblocking one's, in segments of [`SCAN_CHAIN_SEGMENT`]: rank
     /// `r` folds each segment of rank `r - 1`'s prefix, read from its slot, with its own
     /// vector into `recv` and, below the last rank, copies it into its slot for `r + 1`
     /// (`p - 1` folds in all rather than `p (p - 1) / 2`; oversubscribed, 128 KiB-1 MiB in
@@ -174,7 +174,10 @@ impl Seg {
         if writes {
             self.big_wait_free(last);
         }
-        if !exclusive && self.size > 2 && n > crate::tune::SCAN_CHAIN_MIN {
+        // On 3 ranks (3 folds against 2) the chain of 32 KiB was slower (cyclic 13.2 against
+        // 15.4 us, block 11.8 against 12.9; 64 KiB 0.93x, 128 KiB 0.64x): from 64 KiB there.
+        let min = crate::tune::SCAN_CHAIN_MIN * if self.size == 3 { 2 } else { 1 };
+        if !exclusive && self.size > 2 && n > min {
             // The chain, as the nonblocking scan's: our prefix of a segment is rank
             // `me - 1`'s folded with our vector's (`(x0 ∘ … ∘ x(me-1)) ∘ x_me`), and goes
             // into our slot for rank `me + 1` (the last rank excepted): `p - 1` folds in
