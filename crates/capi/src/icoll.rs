@@ -712,7 +712,7 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
                 unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
             };
-            let far = seg.single_copy_max();
+            let far = sched::gatherv_far(&seg);
             let kind = SmKind::Scatterv { root: root as usize, counts, displs, far };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }

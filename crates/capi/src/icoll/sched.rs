@@ -344,11 +344,19 @@ const IBCAST_PAIR_SINGLE: usize = 64 << 10;
 /// 1 MiB 35 to 76 (Open MPI 72): the bound.
 const IGATHER_PAIR_SINGLE: usize = 64 << 10;
 
-/// The largest igatherv block that moves by one cross-memory copy on `seg` (the
-/// [`oxmpi_coll::sm::SmKind::Gatherv`]'s `far`, the same on every rank): on 2 ranks
+/// Largest iscatter block, and iscatterv block, on 2 ranks moved by one cross-memory copy
+/// (the other rank reads its block from the root's input, `process_vm_readv`, while the
+/// root copies its own) whatever `coll_sm_single_copy_max` (unless single copies are
+/// off), as [`IGATHER_PAIR_SINGLE`]: larger ones go by messages.
+const ISCATTER_PAIR_SINGLE: usize = 64 << 10;
+
+/// The largest igatherv (and, as [`ISCATTER_PAIR_SINGLE`], iscatterv) block that moves by
+/// one cross-memory copy on `seg` (the [`oxmpi_coll::sm::SmKind::Gatherv`]'s and
+/// [`oxmpi_coll::sm::SmKind::Scatterv`]'s `far`, the same on every rank): on 2 ranks
 /// [`IGATHER_PAIR_SINGLE`] when single copies are on, else
 /// [`oxmpi_coll::sm::Seg::single_copy_max`].
 pub(crate) fn gatherv_far(seg: &oxmpi_coll::sm::Seg) -> usize {
+    const _: () = assert!(IGATHER_PAIR_SINGLE == ISCATTER_PAIR_SINGLE);
     let far = seg.single_copy_max();
     if seg.size() == 2 && far > 0 {
         far.max(IGATHER_PAIR_SINGLE)
@@ -403,13 +411,14 @@ pub(crate) fn rooted_seg(
         // too (its root then completes on the reader's stamp rather than a rendezvous's
         // acknowledgement): 64 KiB, per-rank medians of 10000 calls, root 4.70 against
         // 4.12 us, reader 4.17 against 3.99.
-        // And an igather of up to `IGATHER_PAIR_SINGLE` bytes per block.
+        // And an igather of up to `IGATHER_PAIR_SINGLE` bytes per block, an iscatter of up
+        // to `ISCATTER_PAIR_SINGLE`.
         let pair = || {
             let fits = p == 2
                 && match coll {
                     oxmpi_coll::sm::Rooted::Bcast => block <= IBCAST_PAIR_SINGLE,
                     oxmpi_coll::sm::Rooted::Gather => block <= IGATHER_PAIR_SINGLE,
-                    oxmpi_coll::sm::Rooted::Scatter => false,
+                    oxmpi_coll::sm::Rooted::Scatter => block <= ISCATTER_PAIR_SINGLE,
                 };
             fits.then(|| oxmpi_coll::sm::existing(a))
                 .flatten()

@@ -477,6 +477,62 @@ static void check_pair_gathers(int round, bool on) {
     }
 }
 
+/* Iscatter and iscatterv of blocks too large for a buffer (on 2 ranks up to 64 KiB by one
+ * cross-memory copy, the other rank reading its block from the root's input; larger by
+ * message), in place and not, every root, both outstanding at once and completed in
+ * reverse order: every rank's block as the root's, the root's own (in place) untouched,
+ * the bytes after each block untouched. With coll_sm_nonblocking on, a 2-rank iscatter
+ * counts as a segment call iff its block has at most 64 KiB. */
+static void check_pair_scatters(int round, bool on) {
+    size_t bytes[] = {(32 << 10) + 8, 64 << 10, (64 << 10) + 8, (256 << 10) + 24, 1 << 20};
+    for (int c = 0; c < 5; c++) {
+        size_t n = bytes[c] / sizeof(double);
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int root = (round + c + inplace) % size, me = rank == root, ip = inplace && me;
+            size_t vtot = (n + 1) * size + 1;
+            double *s = malloc(n * size * sizeof(double)), *v = malloc(vtot * sizeof(double));
+            double *a = malloc((n + 1) * sizeof(double)), *b = malloc((n + 1) * sizeof(double));
+            int *cnt = malloc(size * sizeof(int)), *dsp = malloc(size * sizeof(int));
+            for (int j = 0; j < size; j++) {
+                cnt[j] = (int)n;
+                dsp[j] = (size - 1 - j) * ((int)n + 1) + 1;
+            }
+            for (int j = 0; j < size; j++)
+                for (size_t k = 0; k < n; k++) {
+                    s[(size_t)j * n + k] = me ? gval(j, k, round) : -3.0;
+                    v[dsp[j] + k] = me ? gval(j, k, round + 1) : -3.0;
+                }
+            for (size_t k = 0; k <= n; k++) a[k] = b[k] = -1.0;
+            unsigned long long before = sm_calls();
+            MPI_Request rq[2];
+            CHECK_RC(MPI_Iscatter(s, (int)n, MPI_DOUBLE, ip ? MPI_IN_PLACE : a, (int)n, MPI_DOUBLE, root, MPI_COMM_WORLD, &rq[0]));
+            unsigned long long after = sm_calls();
+            CHECK_RC(MPI_Iscatterv(v, cnt, dsp, MPI_DOUBLE, ip ? MPI_IN_PLACE : b, (int)n, MPI_DOUBLE, root, MPI_COMM_WORLD, &rq[1]));
+            if (on && size == 2) CHECK(after == before + (bytes[c] <= (64 << 10)));
+            CHECK_RC(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+            if (!ip)
+                for (size_t k = 0; k < n; k++) {
+                    CHECK(a[k] == gval(rank, k, round));
+                    CHECK(b[k] == gval(rank, k, round + 1));
+                }
+            CHECK(a[n] == -1.0 && b[n] == -1.0);
+            if (me)
+                for (int j = 0; j < size; j++)
+                    for (size_t k = 0; k < n; k++) {
+                        CHECK(s[(size_t)j * n + k] == gval(j, k, round));
+                        CHECK(v[dsp[j] + k] == gval(j, k, round + 1));
+                    }
+            free(s);
+            free(v);
+            free(a);
+            free(b);
+            free(cnt);
+            free(dsp);
+        }
+    }
+}
+
 /* ---- ordering ---- */
 
 #define DEPTH 20
@@ -1056,6 +1112,7 @@ int main(int argc, char **argv) {
         check_reductions(round);
         check_moves(round);
         check_pair_gathers(round, nb != 0);
+        check_pair_scatters(round, nb != 0);
         check_ordering(round);
         check_alltoallv(round);
         check_mixed(round);

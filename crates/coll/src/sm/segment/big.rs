@@ -6,7 +6,7 @@
 //! and folded it afterwards; the writers' copies overlap the root's folds.
 
 use super::{stream, Seg, LINE, SLOT};
-use crate::base::helpers::{chain_segments, Scratch};
+use crate::base::helpers::Scratch;
 use crate::{CollComm, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -24,6 +24,24 @@ pub const BCAST_BIG_MIN: usize = 256 * 1024;
 const CHUNK: usize = 8 * 1024;
 /// Smallest chunk (a vector is cut in at least 4 chunks down to this size).
 const CHUNK_MIN: usize = 2 * 1024;
+
+/// Segment of the blocking inclusive scan's chain through the region ([`Seg::scan_big`];
+/// whole elements, see [`scan_segments`]): small enough that the ranks after the first
+/// fold while those before them still copy (oversubscribed, the two CPUs' halves of the
+/// chain overlap). Block placement, 3 interleaved rounds each, against 64 KiB segments
+/// from 128 KiB (and the ranks folding every rank below them up to 64 KiB): np=8 32 KiB
+/// 53.0 to 38.6 us, 64 KiB 83.4 to 56.2, 128 KiB 121 to 97, 1 MiB 1282 to 1159; np=4
+/// 32 KiB 18.3 to 16.8, 64 KiB 31.0 to 25.7, 1 MiB 481 to 432.
+const SCAN_CHAIN_SEGMENT: usize = 16 * 1024;
+
+/// The segments (offset, length) of the blocking scan's chain of an `n`-byte vector of
+/// `elem`-byte elements: [`SCAN_CHAIN_SEGMENT`] bytes rounded down to a multiple of
+/// `8 * elem` (whole elements, each segment as aligned as the vector), the last shorter.
+fn scan_segments(n: usize, elem: usize) -> impl Iterator<Item = (usize, usize)> {
+    let unit = 8 * elem.max(1);
+    let seg = (SCAN_CHAIN_SEGMENT / unit).max(1) * unit;
+    (0..n).step_by(seg).map(move |o| (o, seg.min(n - o)))
+}
 
 /// Bits of a progress word that count the chunks written; the large operation's number
 /// is above them, so a word only grows.
@@ -126,12 +144,13 @@ impl Seg {
     /// untouched by the exclusive scan. `red` computes `inout = in ∘ inout` on whole
     /// elements of `elem` bytes. Collective; false (nothing done, on every rank alike) when
     /// the region cannot be used. `a` is the communicator's collective view. An inclusive
-    /// scan of more than one segment ([`crate::tune::SCAN_SEGMENT`]) on more than 2 ranks
-    /// is a chain instead, as the nonblocking one's: rank `r` folds each segment of rank
-    /// `r - 1`'s prefix, read from its slot, with its own vector into `recv` and, below the
-    /// last rank, copies it into its slot for `r + 1` (`p - 1` folds in all rather than
-    /// `p (p - 1) / 2`; oversubscribed, 128 KiB-1 MiB measured 1.1-1.9 times faster; one
-    /// segment, where nothing overlaps along the chain, slower at np=4).
+    /// scan of more than [`crate::tune::SCAN_CHAIN_MIN`] bytes on more than 3 ranks (twice
+    /// that on 3) is a chain instead, as the nonblocking one's, in segments of [`SCAN_CHAIN_SEGMENT`]: rank
+    /// `r` folds each segment of rank `r - 1`'s prefix, read from its slot, with its own
+    /// vector into `recv` and, below the last rank, copies it into its slot for `r + 1`
+    /// (`p - 1` folds in all rather than `p (p - 1) / 2`; oversubscribed, 128 KiB-1 MiB in
+    /// 64 KiB segments measured 1.1-1.9 times faster, then 16 KiB segments from 32 KiB
+    /// faster still, see [`SCAN_CHAIN_SEGMENT`]; 16 KiB is level, left to the folds).
     pub fn scan_big<F: Fn(&[u8], &mut [u8])>(
         &self,
         a: &CollComm,
@@ -155,12 +174,15 @@ impl Seg {
         if writes {
             self.big_wait_free(last);
         }
-        if !exclusive && self.size > 2 && n > crate::tune::SCAN_SEGMENT {
+        // On 3 ranks (3 folds against 2) the chain of 32 KiB was slower (cyclic 13.2 against
+        // 15.4 us, block 11.8 against 12.9; 64 KiB 0.93x, 128 KiB 0.64x): from 64 KiB there.
+        let min = crate::tune::SCAN_CHAIN_MIN * if self.size == 3 { 2 } else { 1 };
+        if !exclusive && self.size > 2 && n > min {
             // The chain, as the nonblocking scan's: our prefix of a segment is rank
             // `me - 1`'s folded with our vector's (`(x0 ∘ … ∘ x(me-1)) ∘ x_me`), and goes
             // into our slot for rank `me + 1` (the last rank excepted): `p - 1` folds in
             // all, where every rank folding the ranks up to its own makes `p (p - 1) / 2`.
-            for (i, (o, m)) in chain_segments(n, elem).into_iter().enumerate() {
+            for (i, (o, m)) in scan_segments(n, elem).enumerate() {
                 let out = &mut recv[o..o + m];
                 if let Some(s) = send {
                     out.copy_from_slice(&s[o..o + m]);
