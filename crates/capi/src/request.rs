@@ -1061,8 +1061,25 @@ fn light_completed(r: oxmpi_coll::Result<()>, comm: c_int) -> Completed {
     }
 }
 
+/// Turns a [`light_wait`] that yields when idle looks again without yielding while its
+/// collective waits only for ranks pinned to another CPU ([`light::remote_only`]), before
+/// it yields at every turn again: those ranks run on their own CPU, and a yield would hand
+/// ours to a rank that may only wait (for us, e.g. in the next barrier) and yield back.
+/// Bounded, so that a rank of our CPU with work of its own waits for it a short time.
+const REMOTE_SPIN: u32 = 256;
+
+/// Whether a [`light_wait`] that yields when idle looks again without yielding: its
+/// collective waits only for ranks pinned to another CPU (`remote`), for at most
+/// [`REMOTE_SPIN`] turns (`spun` so far).
+#[inline]
+fn spins_for_remote(remote: bool, spun: u32) -> bool {
+    remote && spun < REMOTE_SPIN
+}
+
 /// [`wait_handle`] for light request `i`: advance it until it ends; every 32nd turn (every
 /// turn when the engine yields while idle) the other collectives and the transports too.
+/// When the engine yields, a wait for ranks pinned to another CPU alone looks again
+/// without yielding, a bounded time ([`spins_for_remote`]).
 fn light_wait(i: usize, h: c_int) -> MpiResult<Tested> {
     let comm = light_owner(i, h)?;
     // Ended at the first look (the other ranks were there): no engine to look up.
@@ -1070,13 +1087,21 @@ fn light_wait(i: usize, h: c_int) -> MpiResult<Tested> {
         return Ok(Tested::Done(light_completed(r, comm)));
     }
     let yields = backend::engine()?.yields_when_idle();
-    let mut turns = 0u32;
+    let (mut turns, mut spun) = (0u32, 0u32);
     loop {
         if let Some(r) = light::test(i) {
             return Ok(Tested::Done(light_completed(r, comm)));
         }
         turns = turns.wrapping_add(1);
-        if yields || turns % 32 == 0 {
+        let spin = yields && spins_for_remote(light::remote_only(i), spun);
+        spun += u32::from(spin);
+        if spin {
+            if turns % 32 == 0 {
+                crate::icoll::sched::progress_pending();
+                backend::engine()?.progress();
+            }
+            std::hint::spin_loop();
+        } else if yields || turns % 32 == 0 {
             poll()?;
         } else {
             std::hint::spin_loop();
@@ -2079,6 +2104,17 @@ mpi_fn! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_light_wait_spins_only_for_ranks_of_other_cpus_and_a_bounded_time() {
+        // Waiting for ranks pinned to another CPU alone: look again.
+        assert!(spins_for_remote(true, 0));
+        assert!(spins_for_remote(true, REMOTE_SPIN - 1));
+        // The budget is spent: yield (a rank of our CPU may have work meanwhile).
+        assert!(!spins_for_remote(true, REMOTE_SPIN));
+        // A rank of our CPU is awaited (or nobody is pinned): it needs our CPU.
+        assert!(!spins_for_remote(false, 0));
+    }
 
     #[test]
     fn fast_handles_sit_between_table_requests_and_messages() {

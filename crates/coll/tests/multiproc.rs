@@ -674,6 +674,27 @@ fn light_requests_racing_np3() {
     run(3, "light", &[]);
 }
 
+/// Small nonblocking rooted collectives on ranks pinned half to each of two CPUs: whether a
+/// waiter may look again instead of yielding (it waits for ranks of the other CPU alone),
+/// checked against who is late ([`remote_waits_suite`]); never unpinned.
+#[test]
+fn remote_waits_pinned_np4() {
+    run(4, "remote-waits", &[(PIN, "block")]);
+}
+#[test]
+fn remote_waits_pinned_np3() {
+    run(3, "remote-waits", &[(PIN, "block")]);
+}
+/// Three ranks a CPU: nobody waits without yielding.
+#[test]
+fn remote_waits_crowded_np6() {
+    run(6, "remote-waits", &[(PIN, "block")]);
+}
+#[test]
+fn remote_waits_unpinned_np4() {
+    run(4, "remote-waits", &[]);
+}
+
 /// Nonblocking scatters whose blocks the root helps copy (`SmKind::Single` of at least two
 /// `sm::nb::SHARE_CHUNK`s per block, the root in place: it writes the chunks its readers
 /// have not claimed yet; out of place too, unshared), every root, one rank late per round (the root, so
@@ -757,6 +778,9 @@ fn rank_entry() {
     #[cfg(target_arch = "x86_64")]
     if std::env::var_os(DENY_WRITEV).is_some() {
         deny_process_vm_writev();
+    }
+    if let Ok(how) = std::env::var(PIN) {
+        pin_self(&how);
     }
     let e = init(ThreadLevel::Single).expect("init");
     match scenario.as_str() {
@@ -891,6 +915,10 @@ fn rank_entry() {
             // Every rank of the job runs on this node: the segment exists unless disabled.
             assert_eq!(seg.is_some(), scenario == "sm", "segment of {scenario}");
             sm_suite(&w);
+        }
+        "remote-waits" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            remote_waits_suite(&w, std::env::var(PIN).is_ok());
         }
         s => panic!("unknown scenario {s}"),
     }
@@ -4921,4 +4949,180 @@ fn expect_length_error<T: std::fmt::Debug>(
         oxmpi_engine::ErrorClass::Count
     };
     assert_eq!(e.class(), class, "bcast {how}: {e}");
+}
+
+/// Each rank pins itself to one CPU before it starts: `block` (the first half of the ranks
+/// on the first CPU it may run on, the rest on the second, as `pin` of the benchmarks
+/// places them) or `one` (every rank on the first).
+const PIN: &str = "OXMPI_COLL_TEST_PIN";
+
+/// The CPUs this process may run on (below 1024).
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed `cpu_set_t` is a valid empty set; sched_getaffinity writes at most
+    // its size; pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..1024).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+/// The CPU rank `r` of `p` is pinned to by [`PIN`] `how` (an index into [`allowed_cpus`]).
+fn pin_slot(how: &str, r: usize, p: usize, cpus: usize) -> usize {
+    match how {
+        "block" if cpus > 1 => usize::from(r >= p / 2),
+        _ => 0,
+    }
+}
+
+/// How many CPUs this process could run on before [`pin_self`] pinned it (0: not pinned).
+static UNPINNED_CPUS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Pin this rank ([`PIN`]).
+fn pin_self(how: &str) {
+    let r: usize = std::env::var("OXMPI_ENGINE_RANK").unwrap().parse().unwrap();
+    let p: usize = std::env::var("OXMPI_ENGINE_SIZE").unwrap().parse().unwrap();
+    let cpus = allowed_cpus();
+    UNPINNED_CPUS.store(cpus.len(), Ordering::Relaxed);
+    let cpu = cpus[pin_slot(how, r, p, cpus.len())];
+    // SAFETY: as in `allowed_cpus`; the set names one CPU we may run on.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0
+        );
+    }
+}
+
+/// Small nonblocking rooted collectives (gather, gatherv, scatter, scatterv, bcast) as light
+/// requests, every root, one rank late per round (it sleeps 30 ms before it posts): each
+/// waiter records whether its request ever said that it waited for ranks pinned to another
+/// CPU alone (`light::remote_only`, which lets `MPI_Wait` look again instead of yielding).
+/// Pinned (`pinned`, [`PIN`] `block`): a gather's root whose late rank is on the other CPU
+/// says so, and so does a scatter's (bcast's) reader whose root is late there; a waiter that
+/// still waits for a rank of its own CPU (the late one, or the root) never does, nor does a
+/// rank that waits for nobody. Not pinned: never. The results match the references.
+fn remote_waits_suite(c: &CollComm, pinned: bool) {
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::Region;
+    use oxmpi_coll::sm::SmKind;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let seg = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
+    assert!(seg.is_some(), "the segment exists");
+    let cpus = UNPINNED_CPUS.load(Ordering::Relaxed);
+    // Whether ranks `a` and `b` are pinned to different CPUs, each with at most 2 of
+    // the ranks (with more, nobody waits without yielding).
+    let slot = |r: usize| pin_slot("block", r, p, cpus);
+    let roomy = |c: usize| (0..p).filter(|&r| slot(r) == c).count() <= 2;
+    let apart =
+        |a: usize, b: usize| pinned && slot(a) != slot(b) && roomy(slot(a)) && roomy(slot(b));
+    let mut seen_true = 0;
+    for it in 0..(5 * p * p) as u64 {
+        let what = (it as usize) % 5;
+        let root = (it as usize / 5) % p;
+        let late = (it as usize / (5 * p)) % p;
+        let block = 1 + (it as usize * 7) % 40;
+        let xs: Vec<Vec<u8>> = (0..p).map(|r| contrib(block, it, r, 30)).collect();
+        let all = contrib(block * p, it, root, 31);
+        let at_root = me == root;
+        let seg = oxmpi_coll::sm::existing(c).expect("the segment exists");
+        let counts = vec![block; p];
+        let displs: Vec<usize> = (0..p).map(|r| r * block).collect();
+        let (kind, inp, out_len, want) = match what {
+            0 | 1 => {
+                let kind = if what == 0 {
+                    SmKind::Gather { root, block }
+                } else {
+                    SmKind::Gatherv {
+                        root,
+                        counts: if at_root { counts.clone() } else { Vec::new() },
+                        displs: if at_root { displs.clone() } else { Vec::new() },
+                        far: seg.single_copy_max(),
+                    }
+                };
+                let want = if at_root { xs.concat() } else { Vec::new() };
+                (kind, xs[me].clone(), want.len(), want)
+            }
+            2 | 3 => {
+                let kind = if what == 2 {
+                    SmKind::Scatter { root, block }
+                } else {
+                    SmKind::Scatterv {
+                        root,
+                        counts: if at_root { counts.clone() } else { Vec::new() },
+                        displs: if at_root { displs.clone() } else { Vec::new() },
+                        far: seg.single_copy_max(),
+                    }
+                };
+                let inp = if at_root { all.clone() } else { Vec::new() };
+                (kind, inp, block, all[me * block..(me + 1) * block].to_vec())
+            }
+            _ => {
+                let inp = if at_root {
+                    xs[root].clone()
+                } else {
+                    Vec::new()
+                };
+                let out = if at_root { 0 } else { block };
+                let want = if at_root {
+                    Vec::new()
+                } else {
+                    xs[root].clone()
+                };
+                (SmKind::Bcast { root }, inp, out, want)
+            }
+        };
+        let name = format!("{kind:?} (round {it}, late {late}, rank {me})");
+        let mut inp = inp;
+        let mut out = vec![0u8; out_len];
+        c.barrier().unwrap();
+        if me == late {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        let input = Region::Raw(inp.as_mut_ptr(), inp.len());
+        let output = Region::Raw(out.as_mut_ptr(), out.len());
+        let i = light::claim().expect("a free slot");
+        // SAFETY: `inp` and `out` live until the request ended (waited for below).
+        let ended = unsafe { light::start(i, c, (seg, kind), (input, output), None, 0) };
+        let mut said = false;
+        if ended.is_none() {
+            loop {
+                if let Some(r) = light::test(i) {
+                    r.unwrap();
+                    break;
+                }
+                said |= light::remote_only(i);
+                std::thread::yield_now();
+            }
+        }
+        assert_eq!(out, want, "{name}: result");
+        let gather = what < 2;
+        // A gather's root waits for every other rank, a scatter's (bcast's) reader for the
+        // root; nobody else waits.
+        let waiter = if gather { at_root } else { !at_root };
+        // The rank it waits for longest: the late one, or the root.
+        let last = if gather { late } else { root };
+        if !waiter || !pinned || last == me || !apart(me, last) {
+            // Never while a rank of our CPU is awaited (the late one or the root: the
+            // others post at once), nor for nobody, nor unpinned.
+            assert!(!said, "{name}: said it waits for other CPUs alone");
+        } else if late == last {
+            // 30 ms for a late rank of the other CPU alone (ours posted at once).
+            assert!(said, "{name}: never said it waits for other CPUs alone");
+            seen_true += 1;
+        }
+        c.barrier().unwrap();
+    }
+    if pinned && cpus > 1 && p == 4 {
+        assert!(
+            seen_true > 0,
+            "rank {me}: no wait for other CPUs alone checked"
+        );
+    }
+    assert_eq!(light::open(), 0, "every light request ended");
 }

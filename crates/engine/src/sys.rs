@@ -291,6 +291,28 @@ pub fn hostname() -> String {
     oxmpi_base::output::hostname().to_string()
 }
 
+/// The one CPU the calling thread may run on, when its affinity mask allows exactly one (a
+/// rank bound or pinned to a CPU; threads it starts inherit the mask), else `None`.
+pub fn single_cpu() -> Option<u32> {
+    // A `cpu_set_t` (1024 bits) as words, read without the libc CPU_* macros.
+    const _: () = assert!(std::mem::size_of::<libc::cpu_set_t>() == 128);
+    let mut set = [0u64; 16];
+    // SAFETY: `set` is writable and as large as the size passed (the size of a
+    // `cpu_set_t`); pid 0 is the calling thread.
+    let r = unsafe {
+        libc::sched_getaffinity(
+            0,
+            std::mem::size_of_val(&set),
+            set.as_mut_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    if r != 0 || set.iter().map(|w| w.count_ones()).sum::<u32>() != 1 {
+        return None;
+    }
+    let (i, w) = set.iter().enumerate().find(|(_, w)| **w != 0)?;
+    Some(i as u32 * 64 + w.trailing_zeros())
+}
+
 /// Number of online CPUs of the node (not the affinity mask: bound ranks see one CPU).
 pub fn online_cpus() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -484,5 +506,50 @@ pub(crate) fn tolerate_failure_signal() {
         sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
         libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod single_cpu_tests {
+    use super::single_cpu;
+
+    /// Set the calling thread's affinity to `cpus` (their indices below 64).
+    fn pin(cpus: &[u32]) {
+        let mut set = [0u64; 16];
+        for &c in cpus {
+            set[0] |= 1 << c;
+        }
+        // SAFETY: `set` is a readable `cpu_set_t`-sized mask; pid 0 is the calling thread.
+        let r = unsafe {
+            libc::sched_setaffinity(
+                0,
+                std::mem::size_of_val(&set),
+                set.as_ptr().cast::<libc::cpu_set_t>(),
+            )
+        };
+        assert_eq!(
+            r,
+            0,
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+
+    #[test]
+    fn a_thread_pinned_to_one_cpu_is_told_that_cpu_and_one_with_more_is_not() {
+        std::thread::spawn(|| {
+            // SAFETY: sched_getcpu has no preconditions.
+            let here = u32::try_from(unsafe { libc::sched_getcpu() }).expect("a CPU");
+            assert!(here < 64, "test assumes CPU numbers below 64");
+            pin(&[here]);
+            assert_eq!(single_cpu(), Some(here));
+            if super::online_cpus() > 1 {
+                let other = if here == 0 { 1 } else { 0 };
+                pin(&[here, other]);
+                assert_eq!(single_cpu(), None);
+            }
+        })
+        .join()
+        .expect("pinned thread");
     }
 }

@@ -37,7 +37,7 @@ use crate::sm::{Seg, SmKind};
 use crate::{unpool, CollComm, Result};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Number of light request slots (more outstanding at once take the schedule path).
@@ -72,6 +72,9 @@ struct Slot {
     state: AtomicU32,
     /// The caller's word (the C ABI's communicator handle, for its error handler).
     owner: AtomicI32,
+    /// Set by the last advance that left it pending: it waits only for ranks pinned to
+    /// another CPU ([`remote_only`]).
+    remote: AtomicBool,
     /// Initialised from filling to free.
     body: UnsafeCell<MaybeUninit<Body>>,
 }
@@ -86,6 +89,7 @@ static TABLE: [Slot; SLOTS] = [const {
     Slot {
         state: AtomicU32::new(FREE),
         owner: AtomicI32::new(0),
+        remote: AtomicBool::new(false),
         body: UnsafeCell::new(MaybeUninit::uninit()),
     }
 }; SLOTS];
@@ -196,6 +200,8 @@ pub unsafe fn start_then(
         slot.state.store(FREE, Ordering::Release);
         return r;
     }
+    slot.remote
+        .store(body.nb.waits_remote_only(), Ordering::Relaxed);
     publish(slot, i, owner);
     None
 }
@@ -321,6 +327,8 @@ fn try_advance(i: usize) -> u32 {
     // SAFETY: we moved the slot from pending to busy: its body is initialised and ours.
     let body = unsafe { (*slot.body.get()).assume_init_mut() };
     if !advance(body) {
+        slot.remote
+            .store(body.nb.waits_remote_only(), Ordering::Relaxed);
         slot.state.store(s, Ordering::Release);
         return s;
     }
@@ -379,6 +387,13 @@ pub fn peek<R>(i: usize, f: impl FnOnce(&Result<()>) -> R) -> Option<R> {
     // SAFETY: done: the body is initialised and stays until the owner (us) takes it.
     let body = unsafe { (*TABLE[i].body.get()).assume_init_ref() };
     body.outcome.as_ref().map(f)
+}
+
+/// Whether pending light request `i`, at its last advance, waited only for ranks pinned to
+/// another CPU than ours (`SmNb::waits_remote_only`): its waiter may look again instead of
+/// yielding its CPU. Advisory (false once it ended, or for a slot not live).
+pub fn remote_only(i: usize) -> bool {
+    TABLE[i].remote.load(Ordering::Relaxed)
 }
 
 /// The owner's word given to [`start`] for light request `i`.

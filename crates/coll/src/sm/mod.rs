@@ -300,7 +300,9 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
     // cores). Large reduces (one handoff each way) still do. The barrier lets rank 0
     // out first (`Seg::barrier`) when `coll_sm_barrier_release` is on on every rank,
     // whether ranks yield or not.
-    let mut flags = vec![0u8; a.size as usize];
+    // Per rank 4 bytes: flags, then the CPU it is pinned to plus one (0: not pinned to
+    // one CPU), 24 bits little-endian.
+    let mut words = vec![0u8; 4 * a.size as usize];
     // Bit 2: we may sleep in waits (`Seg::wait_word`): every rank then rings its doorbell
     // after its stores, else none does (a fence per store, measured at np=4).
     let block_after = if yield_idle {
@@ -308,10 +310,18 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
     } else {
         0
     };
-    flags[a.rank as usize] = u8::from(yield_idle)
+    let cpu = sys::single_cpu().map_or(0, |c| (c + 1) & 0xff_ffff);
+    let at = 4 * a.rank as usize;
+    words[at] = u8::from(yield_idle)
         | u8::from(params::barrier_release()) << 1
         | u8::from(block_after != 0) << 2;
-    a.allgather(&mut flags, 1)?;
+    words[at + 1..at + 4].copy_from_slice(&cpu.to_le_bytes()[..3]);
+    a.allgather(&mut words, 4)?;
+    let flags: Vec<u8> = words.iter().step_by(4).copied().collect();
+    let cpus: Vec<u32> = words
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[1], w[2], w[3], 0]))
+        .collect();
     let big_ok = flags.iter().all(|&f| f & 1 == 0);
     let release = flags.iter().all(|&f| f & 2 != 0);
     let ring = flags.iter().any(|&f| f & 4 != 0);
@@ -325,6 +335,7 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
         size,
         (yield_idle, big_ok, release),
         (block_after, ring),
+        &cpus,
         a.e,
     );
     // Whether CMA reaches every rank, known from here on to the nonblocking rooted

@@ -1033,6 +1033,39 @@ impl SmNb {
         }
     }
 
+    /// Whether this collective, posted and not ended, waits only for the stamps of ranks
+    /// pinned to another CPU than ours ([`Seg::remote`]), at least one: they run on their
+    /// own CPU, so its waiter may look again instead of yielding ours to a rank that may
+    /// have nothing to do (`light_wait` of the C API). Only the small rooted collectives,
+    /// whose waits are stamps alone: a gather's (gatherv's) root, a scatter's (scatterv's,
+    /// small bcast's) other ranks; false for every other collective and rank.
+    pub(crate) fn waits_remote_only(&self) -> bool {
+        if !self.posted || self.done {
+            return false;
+        }
+        let seg = &*self.seg;
+        let (me, p, k) = (seg.rank(), seg.size(), self.k);
+        let waits = match self.kind {
+            SmKind::Gather { root, .. } | SmKind::Gatherv { root, .. } if me == root => 0..p,
+            SmKind::Scatter { root, .. }
+            | SmKind::Scatterv { root, .. }
+            | SmKind::Bcast { root }
+                if me != root =>
+            {
+                root..root + 1
+            }
+            _ => return false,
+        };
+        let mut any = false;
+        for r in waits.filter(|&r| r != me && !seg.stamped(r, k)) {
+            if !seg.remote(r) {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
     /// A gatherv's or scatterv's root does not copy its own block (from the input to the
     /// output) when it reads its result: its schedule does, once it posted the messages.
     pub(crate) fn own_block_elsewhere(&mut self) {

@@ -270,6 +270,10 @@ pub struct Seg {
     /// stay point-to-point, large reduces wait for whole vectors.
     some_yield: bool,
     yield_idle: bool,
+    /// Per rank: whether it and we are pinned to different CPUs, each to one, neither
+    /// crowded ([`remote_ranks`]: a waiter for it may look again instead of yielding,
+    /// [`Seg::remote`]); all false when we are not pinned.
+    remote: Vec<bool>,
     /// The barrier lets rank 0 out first ([`Seg::barrier`]): `coll_sm_barrier_release` is
     /// on on every rank (the same on every rank).
     release: bool,
@@ -336,6 +340,29 @@ pub(super) fn seg_len(size: usize) -> usize {
     ring_at(size) + size * RING_SLOT
 }
 
+/// Per rank, whether it and rank `me` are pinned to different CPUs, each CPU with at most
+/// [`REMOTE_SHARERS`] ranks of the communicator pinned to it ([`Seg::remote`]); `cpus`:
+/// per rank the CPU it is pinned to plus one, 0 when not pinned to one.
+pub(crate) fn remote_ranks(cpus: &[u32], me: usize) -> Vec<bool> {
+    let on = |c: u32| cpus.iter().filter(|&&x| x == c).count();
+    let mine = cpus[me];
+    let roomy = |c: u32| c != 0 && on(c) <= REMOTE_SHARERS;
+    (0..cpus.len())
+        .map(|r| r != me && roomy(mine) && roomy(cpus[r]) && cpus[r] != mine)
+        .collect()
+}
+
+/// Most ranks of a communicator pinned to one CPU for a waiter to look again at the words
+/// of those of another CPU without yielding ([`remote_ranks`]): with more, the rank it
+/// waits for is often not running (np=8 on 2 CPUs, 4 a CPU: ibcast, iscatter and
+/// iscatterv 16 B 1.23-1.26x slower when it looked [`REMOTE_SPIN`] turns), and the ranks
+/// of its own CPU that wait for the core are more.
+const REMOTE_SHARERS: usize = 2;
+
+/// Turns a waiter that yields when idle looks at a word of a rank pinned to another CPU
+/// before it yields, once no rank of its own CPU is awaited ([`Seg::wait_word_remote`]).
+const REMOTE_SPIN: u32 = 256;
+
 /// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
 /// cells ([`RING_CELLS`]): an allgather's blocks of more than [`LANE_MAX`] bytes (the
 /// same on every rank, as the block is).
@@ -360,8 +387,11 @@ impl Seg {
         size: usize,
         (yield_idle, big_ok, release): (bool, bool, bool),
         (block_after, ring): (u32, bool),
+        cpus: &[u32],
         eng: &'static Engine,
     ) -> Seg {
+        // `cpus`: per rank the CPU it is pinned to plus one, 0 when not pinned to one.
+        let remote = remote_ranks(cpus, rank);
         Seg {
             base: map.ptr(),
             _map: map,
@@ -377,6 +407,7 @@ impl Seg {
             some_yield: !big_ok,
             nb: Mutex::new(Open::default()),
             yield_idle,
+            remote,
             release,
             spin_first: super::params::spin_first(),
             block_after,
@@ -626,12 +657,29 @@ impl Seg {
         }
         let owner = (w.as_ptr() as usize - self.base as usize) / SLOT;
         debug_assert!(owner < self.size, "a waited word lies in a rank's slot");
-        self.wait_until(owner, || w.load(Ordering::Acquire) >= k);
+        self.wait_until(owner, self.spin_first, || w.load(Ordering::Acquire) >= k);
+        w.load(Ordering::Acquire)
+    }
+    /// [`Seg::wait_word`] for a word of rank `owner` (its slot's) when no rank of our CPU is
+    /// awaited any more: a rank pinned to another CPU ([`Seg::remote`]) runs there, so we
+    /// look [`REMOTE_SPIN`] turns before we yield ours (to a rank that has nothing to do
+    /// for us, and yields back).
+    fn wait_word_remote(&self, owner: usize, w: &AtomicU64, k: u64) -> u64 {
+        let v = w.load(Ordering::Acquire);
+        if v >= k {
+            return v;
+        }
+        let first = match self.remote[owner] {
+            true => self.spin_first.max(REMOTE_SPIN),
+            false => self.spin_first,
+        };
+        self.wait_until(owner, first, || w.load(Ordering::Acquire) >= k);
         w.load(Ordering::Acquire)
     }
     /// The waiting of [`Seg::wait_word`] until `ready`, which looks only at words of rank
-    /// `owner`'s slot (whose doorbell a sleeping waiter sleeps on).
-    fn wait_until(&self, owner: usize, ready: impl Fn() -> bool) {
+    /// `owner`'s slot (whose doorbell a sleeping waiter sleeps on); a rank that yields when
+    /// idle looks `spin_first` turns before it yields.
+    fn wait_until(&self, owner: usize, spin_first: u32, ready: impl Fn() -> bool) {
         let (mut spins, mut yields) = (0u32, 0u32);
         loop {
             if ready() {
@@ -646,7 +694,7 @@ impl Seg {
                     .sleep(&ready, &SysFutex(self.sleep_max), |_| {});
                 continue;
             }
-            let yielding = self.yield_idle && spins >= self.spin_first;
+            let yielding = self.yield_idle && spins >= spin_first;
             yields += u32::from(yielding);
             // A progress call costs far more than a look at the word: poll the
             // transports every 32nd turn (and at every yield) only.
@@ -847,7 +895,7 @@ impl Seg {
         if let Some(p) = look() {
             return p;
         }
-        self.wait_until(r, || look().is_some());
+        self.wait_until(r, self.spin_first, || look().is_some());
         look().expect("a post seen ready stays")
     }
     /// The first word of rank `r`'s buffer of collective `k` (a rooted post's kind).
@@ -928,6 +976,15 @@ impl Seg {
     #[inline]
     pub fn rank(&self) -> usize {
         self.rank
+    }
+
+    /// Whether rank `r` and we are each pinned to one CPU, not the same, neither with more
+    /// than [`REMOTE_SHARERS`] ranks of the communicator ([`remote_ranks`]): while we wait only
+    /// for such ranks, they run on their own CPU, and a yield of ours would hand our CPU
+    /// to a rank that may have nothing to do but wait (see `light_wait` of the C API).
+    #[inline]
+    pub fn remote(&self, r: usize) -> bool {
+        self.remote[r]
     }
 
     /// Barrier. When `coll_sm_barrier_release` is on, rank 0 waits for every other rank's
@@ -1475,9 +1532,13 @@ impl Seg {
             }
         }
         let mut p2p = Vec::new();
-        // The ranks that post their block or send it; then those that write it.
-        for r in (0..p).filter(|&r| r != me && !far(r)) {
-            self.wait_word(self.stamp(r, k), k);
+        // The ranks that post their block or send it; then those that write it. Those of
+        // our CPU (or every rank, not pinned) first: once they posted, a rank pinned to
+        // the other CPU is waited for without yielding ours at once (`wait_word_remote`).
+        let posters =
+            |remote: bool| (0..p).filter(move |&r| r != me && !far(r) && self.remote[r] == remote);
+        for r in posters(false).chain(posters(true)) {
+            self.wait_word_remote(r, self.stamp(r, k), k);
             // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after the
             // reads; the length word is the first 8 posted bytes.
             let n = unsafe { self.data(r, k).cast::<u64>().read_unaligned() } as usize;
@@ -2473,4 +2534,26 @@ unsafe fn take_pair_table(
     let src = unsafe { std::slice::from_raw_parts(data(peer).add(off).cast_const(), len) };
     recv[rdispls[peer]..rdispls[peer] + len].copy_from_slice(src);
     Some(true)
+}
+
+#[cfg(test)]
+mod remote_ranks_tests {
+    use super::remote_ranks;
+
+    #[test]
+    fn ranks_are_remote_only_pinned_apart_on_cpus_of_at_most_two_ranks() {
+        // np=4 block (CPUs 0, 0, 1, 1 as plus one): the other CPU's ranks.
+        let block = [1, 1, 2, 2];
+        assert_eq!(remote_ranks(&block, 0), [false, false, true, true]);
+        assert_eq!(remote_ranks(&block, 3), [true, true, false, false]);
+        // Cyclic.
+        assert_eq!(remote_ranks(&[1, 2, 1, 2], 1), [true, false, true, false]);
+        // np=8 block: 4 a CPU, none.
+        assert_eq!(remote_ranks(&[1, 1, 1, 1, 2, 2, 2, 2], 0), [false; 8]);
+        // np=3: one CPU with one rank, the other with two.
+        assert_eq!(remote_ranks(&[1, 2, 2], 1), [true, false, false]);
+        // A rank not pinned (0) is never remote, nor is anybody to it.
+        assert_eq!(remote_ranks(&[1, 0, 2], 0), [false, false, true]);
+        assert_eq!(remote_ranks(&[1, 0, 2], 1), [false, false, false]);
+    }
 }
