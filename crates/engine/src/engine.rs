@@ -745,8 +745,12 @@ impl Engine {
         mode: SendMode,
     ) -> Result<Status, Error> {
         let mut st = self.lock();
+        // A blocking send after a receive is likely a ping-pong's turn (`Link::answer_next`).
+        st.answering = true;
         // SAFETY: forwarded caller guarantee (the buffer outlives this blocking call).
-        match unsafe { st.start_send(buf, len, dest, tag, comm, mode) }? {
+        let started = unsafe { st.start_send(buf, len, dest, tag, comm, mode) };
+        st.answering = false;
+        match started? {
             Started::Done(s) => Ok(s),
             Started::Req(r) => Ok(self.wait_locked(st, |st| st.take_done(r))),
         }

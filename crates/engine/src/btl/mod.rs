@@ -414,6 +414,9 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     fn max_data(&self) -> usize {
         self.max_payload()
     }
+    /// Says that the next record is a blocking send's, which may answer a record just
+    /// received (a ping-pong's turn: `sm` then hands its lines to the shared cache). A hint.
+    fn answer_next(&mut self) {}
     /// Sends one record (header + `len` payload bytes) if there is room; `false` otherwise.
     ///
     /// # Safety

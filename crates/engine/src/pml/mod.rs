@@ -76,6 +76,9 @@ pub(crate) struct State {
     pub(crate) linked: Vec<usize>,
     /// Largest eager message.
     pub(crate) eager_limit: usize,
+    /// Set while a blocking send starts (`Engine::send`): its eager record may answer one
+    /// just received (`Link::answer_next`).
+    pub(crate) answering: bool,
     /// Rendezvous fragment size (each link may cap it further).
     pub(crate) frag: usize,
     /// Smallest fragment of a lone rendezvous message ([`lone_fragment`]; 0: not cut).
@@ -164,6 +167,7 @@ impl State {
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
             eager_limit: Self::eager_cap(sm),
+            answering: false,
             frag: sm.frag,
             frag_min: sm.frag_min,
             cma: sm.single_copy != SingleCopy::None,

@@ -127,6 +127,9 @@ impl State {
                     tag: env.tag,
                     ..Hdr::default()
                 };
+                if self.answering {
+                    link.answer_next();
+                }
                 // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {

@@ -128,8 +128,14 @@ impl Link for SmLink {
         }
     }
 
+    #[inline(always)]
+    fn answer_next(&mut self) {
+        self.tx.answer_next();
+    }
+
     #[inline]
     unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
+        self.tx.note_inbound(self.rx.consumed());
         if hdr.kind == K_DATA && len > 0 && self.bulk_tx.is_some() {
             // SAFETY: forwarded caller guarantee.
             return unsafe { self.try_send_bulk(hdr, payload, len) };
