@@ -33,8 +33,8 @@ fn run(exe: &Path, n: usize, mpich: bool) {
     run_with(exe, n, mpich, &[]);
 }
 
-/// [`run`] with extra `mpirun` arguments.
-fn run_with(exe: &Path, n: usize, mpich: bool, extra: &[&str]) {
+/// [`run`] with extra `mpirun` arguments; returns the job's standard error.
+fn run_with(exe: &Path, n: usize, mpich: bool, extra: &[&str]) -> String {
     let data = Scratch::new("io-data");
     let libs = our_libs_first();
     let env: &[(&str, &OsStr)] = if mpich {
@@ -56,6 +56,7 @@ fn run_with(exe: &Path, n: usize, mpich: bool, extra: &[&str]) {
         .map(|e| e.expect("dir entry").file_name())
         .collect();
     assert!(left.is_empty(), "{what} left files behind: {left:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -73,6 +74,34 @@ fn mpi_io_shared_pointer_over_messages() {
     let exe = build(&prefix().join("bin/mpicc"), &dir.0, "ours");
     for n in 2..=3 {
         run_with(&exe, n, false, &["--mca", "osc", "pt2pt"]);
+    }
+}
+
+/// An independent read of several file segments (a strided view) reads their whole range
+/// with one `pread` (data sieving; `io_base_verbose` 20 reports each) and gets what reading
+/// segment by segment gets, up to the end of the file: `tests/c/io.c`'s views, where every
+/// rank reads 8 of its ints interleaved with the other ranks' (all there), then 5 past
+/// the end (none there).
+#[test]
+fn strided_independent_reads_read_their_range_at_once() {
+    let dir = Scratch::new("io-build");
+    let exe = build(&prefix().join("bin/mpicc"), &dir.0, "ours");
+    for n in 2..=3usize {
+        let err = run_with(&exe, n, false, &["--mca", "io_base_verbose", "20"]);
+        let sieved = |segs: usize, span: usize, at: usize, read: usize| {
+            let head = format!("io: read of {segs} segments of ");
+            let tail = format!(" in one read of {span} bytes at {at} ({read} read)");
+            err.lines().any(|l| l.contains(&head) && l.ends_with(&tail))
+        };
+        for r in 0..n {
+            // The view: displacement 8, one int of every n; ints 2..10 of rank r.
+            let span = (7 * n + 1) * 4;
+            let at = 8 + (2 * n + r) * 4;
+            assert!(sieved(8, span, at, span), "{n} ranks, rank {r}:\n{err}");
+            let span = (4 * n + 1) * 4;
+            let at = 8 + (10 * n + r) * 4;
+            assert!(sieved(5, span, at, 0), "{n} ranks, rank {r}:\n{err}");
+        }
     }
 }
 

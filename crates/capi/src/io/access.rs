@@ -224,9 +224,50 @@ pub(super) fn access(
     Ok(p.finish(f, done))
 }
 
+/// Verbose output of the MPI-IO component (`io_base_verbose`).
+static IO: oxmpi_base::output::Stream = oxmpi_base::output::Stream::new("io");
+
+/// The widest file range a read of several segments covers with one `pread` (the segments
+/// and the holes between them), as ROMIO's data sieving with its `ind_rd_buffer_size`
+/// default: a strided read costs one system call instead of one per segment.
+pub(super) const SIEVE_MAX: u64 = 4 << 20;
+
+/// The file range `[lo, hi)` one sieving read covers for `segs`, when there are several
+/// segments and the range is at most [`SIEVE_MAX`] bytes.
+pub(super) fn sieve_range(segs: &[(u64, u64)]) -> Option<(u64, u64)> {
+    if segs.len() < 2 {
+        return None;
+    }
+    let lo = segs.iter().map(|s| s.0).min()?;
+    let hi = segs.iter().map(|s| s.0 + s.1).max()?;
+    (hi - lo <= SIEVE_MAX).then_some((lo, hi))
+}
+
+/// Copies the segments `segs` out of `got`, the bytes of the file from offset `lo` up to
+/// the end of the file or of the sieving range, into `out` in segment order; stops after
+/// the first segment that reaches past what was read (the end of the file), as reading
+/// segment by segment does. Returns the bytes placed.
+pub(super) fn scatter_sieved(segs: &[(u64, u64)], lo: u64, got: &[u8], out: &mut [u8]) -> usize {
+    let end = lo + got.len() as u64;
+    let mut pos = 0usize;
+    for &(off, len) in segs {
+        let k = end.saturating_sub(off).min(len) as usize;
+        if k > 0 {
+            let from = (off - lo) as usize;
+            out[pos..pos + k].copy_from_slice(&got[from..from + k]);
+        }
+        pos += k;
+        if k < len as usize {
+            break;
+        }
+    }
+    pos
+}
+
 /// Reads or writes the file segments `segs` from this process: a write puts `data` (the
 /// segments' bytes, in segment order) into them; a read fills `out` the same way, up to the
-/// end of the file. Returns the bytes written or read.
+/// end of the file (several segments within [`SIEVE_MAX`] bytes with one read of their
+/// range, [`sieve_range`]). Returns the bytes written or read.
 pub(super) fn direct(
     f: &FileObj,
     write: bool,
@@ -234,6 +275,19 @@ pub(super) fn direct(
     data: &[u8],
     out: &mut [u8],
 ) -> MpiResult<usize> {
+    if let (false, Some((lo, hi))) = (write, sieve_range(segs)) {
+        let mut got = vec![0u8; (hi - lo) as usize];
+        let n = read_full(f, &mut got, lo)?;
+        oxmpi_base::verbose!(
+            IO,
+            20,
+            "io: read of {} segments of {} in one read of {} bytes at {lo} ({n} read)",
+            segs.len(),
+            f.path.display(),
+            hi - lo
+        );
+        return Ok(scatter_sieved(segs, lo, &got[..n], out));
+    }
     let mut pos = 0usize;
     for &(off, len) in segs {
         let end = pos + len as usize;
@@ -466,4 +520,70 @@ pub(super) fn seek_target(
         mpi_bail!(MPI_ERR_ARG, "seek to a negative position {new}");
     }
     Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What reading `segs` one `pread` at a time gets from a file holding `file`.
+    fn segment_by_segment(file: &[u8], segs: &[(u64, u64)], out: &mut [u8]) -> usize {
+        let mut pos = 0;
+        for &(off, len) in segs {
+            let avail = file.len().saturating_sub(off as usize).min(len as usize);
+            if avail > 0 {
+                out[pos..pos + avail].copy_from_slice(&file[off as usize..off as usize + avail]);
+            }
+            pos += avail;
+            if avail < len as usize {
+                break;
+            }
+        }
+        pos
+    }
+
+    #[test]
+    fn a_sieved_read_gets_what_segment_by_segment_reads_get() {
+        let file: Vec<u8> = (0..200u8).collect();
+        // Strided (every other 4 bytes), irregular, touching, and one segment.
+        let cases: [&[(u64, u64)]; 4] = [
+            &[(8, 4), (16, 4), (24, 4), (32, 4)],
+            &[(3, 1), (5, 7), (40, 2), (90, 30)],
+            &[(0, 10), (10, 10)],
+            &[(50, 20)],
+        ];
+        for segs in cases {
+            let want_len: u64 = segs.iter().map(|s| s.1).sum();
+            // Files ending before, inside and after every segment.
+            for size in [0usize, 2, 9, 13, 30, 41, 100, 130, 200] {
+                let f = &file[..size];
+                let mut want = vec![0u8; want_len as usize];
+                let n_want = segment_by_segment(f, segs, &mut want);
+                let (lo, hi) = match sieve_range(segs) {
+                    Some(r) => r,
+                    None => {
+                        assert_eq!(segs.len(), 1);
+                        continue;
+                    }
+                };
+                let got = &f[(lo as usize).min(size)..(hi as usize).min(size)];
+                let mut out = vec![0u8; want_len as usize];
+                let n = scatter_sieved(segs, lo, got, &mut out);
+                assert_eq!(n, n_want, "{segs:?}, file of {size} bytes");
+                assert_eq!(out[..n], want[..n], "{segs:?}, file of {size} bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn sieving_covers_several_segments_within_its_bound() {
+        assert_eq!(sieve_range(&[(10, 4)]), None, "one segment: read as it is");
+        assert_eq!(sieve_range(&[]), None);
+        assert_eq!(sieve_range(&[(10, 4), (20, 4)]), Some((10, 24)));
+        assert_eq!(
+            sieve_range(&[(0, 1), (SIEVE_MAX - 1, 1)]),
+            Some((0, SIEVE_MAX))
+        );
+        assert_eq!(sieve_range(&[(0, 1), (SIEVE_MAX, 1)]), None, "too wide");
+    }
 }

@@ -8,7 +8,8 @@
 //!   open everywhere.
 //! * Data moves with `pread`/`pwrite` through the file view (`view::ViewMap`): user
 //!   buffers are packed/unpacked with the datatype engine, view positions become file
-//!   segments. Views take the `"native"` (also as `"internal"`) and `"external32"` data
+//!   segments (an independent read of several segments reads their range at once:
+//!   `access::sieve_range`). Views take the `"native"` (also as `"internal"`) and `"external32"` data
 //!   representations (external32: the data converted by `external`, for datatypes whose
 //!   external32 size is their native size) and those registered with
 //!   `MPI_Register_datarep(_c)` (`datarep`: the user's conversion callbacks, for

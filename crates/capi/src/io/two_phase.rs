@@ -563,14 +563,21 @@ fn aggregate(
     Ok(())
 }
 
-/// This process's node, as the lowest world rank on it (`Engine::node_pid`).
+/// This process's node, as the lowest world rank on it (`Engine::node_pid`); found once
+/// per process (the node's lowest rank never changes, and `node_pid` of the process itself
+/// is a `getpid` call, once per collective access before).
 fn node_key() -> MpiResult<i64> {
+    static KEY: OnceLock<i64> = OnceLock::new();
+    if let Some(&k) = KEY.get() {
+        return Ok(k);
+    }
     let e = crate::backend::engine()?;
-    Ok(i64::from(
+    let k = i64::from(
         (0..e.size())
             .find(|&r| e.node_pid(r).is_some())
             .unwrap_or(e.rank()),
-    ))
+    );
+    Ok(*KEY.get_or_init(|| k))
 }
 
 #[cfg(test)]
