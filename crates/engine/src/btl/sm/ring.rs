@@ -113,26 +113,33 @@ fn is_large(total: usize) -> bool {
 /// advance with `prefetchw` (see the module notes).
 pub const PREFETCH_MIN: usize = 256;
 
+/// Runs `hint` on the address of each cache line that `[p, p + n)` touches.
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[inline(always)]
+fn each_line(p: *const u8, n: usize, hint: impl Fn(usize)) {
+    let mut a = p as usize & !(LINE - 1);
+    while a < p as usize + n {
+        hint(a);
+        a += LINE;
+    }
+}
+
 /// Asks for ownership (`prefetchw`) of each cache line that `[p, p + n)` touches. A hint:
 /// it never faults and changes no memory; a no-op off x86-64 and under loom.
 #[inline(always)]
 fn prefetch_lines(p: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
-    {
-        let mut a = p as usize & !(LINE - 1);
-        while a < p as usize + n {
-            // SAFETY: `prefetchw` is a hint: it does not fault on any address, writes no
-            // memory and leaves flags and stack alone (a NOP on CPUs without it).
-            unsafe {
-                std::arch::asm!(
-                    "prefetchw [{0}]",
-                    in(reg) a,
-                    options(nostack, preserves_flags, readonly)
-                )
-            };
-            a += LINE;
-        }
-    }
+    each_line(p, n, |a| {
+        // SAFETY: `prefetchw` is a hint: it does not fault on any address, writes no
+        // memory and leaves flags and stack alone (a NOP on CPUs without it).
+        unsafe {
+            std::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) a,
+                options(nostack, preserves_flags, readonly)
+            )
+        };
+    });
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
     let _ = (p, n);
 }
@@ -148,21 +155,17 @@ pub const DEMOTE_MIN: usize = 1024;
 #[inline(always)]
 fn demote_lines(p: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
-    {
-        let mut a = p as usize & !(LINE - 1);
-        while a < p as usize + n {
-            // SAFETY: `cldemote` is a hint: it does not fault on any address, writes no
-            // memory and leaves flags and stack alone (a NOP on CPUs without it).
-            unsafe {
-                std::arch::asm!(
-                    "cldemote [{0}]",
-                    in(reg) a,
-                    options(nostack, preserves_flags, readonly)
-                )
-            };
-            a += LINE;
-        }
-    }
+    each_line(p, n, |a| {
+        // SAFETY: `cldemote` is a hint: it does not fault on any address, writes no
+        // memory and leaves flags and stack alone (a NOP on CPUs without it).
+        unsafe {
+            std::arch::asm!(
+                "cldemote [{0}]",
+                in(reg) a,
+                options(nostack, preserves_flags, readonly)
+            )
+        };
+    });
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
     let _ = (p, n);
 }
