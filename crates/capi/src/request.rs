@@ -1061,12 +1061,13 @@ fn light_completed(r: oxmpi_coll::Result<()>, comm: c_int) -> Completed {
     }
 }
 
-/// Turns a [`light_wait`] that yields when idle looks again without yielding while its
-/// collective waits only for ranks pinned to another CPU ([`light::remote_only`]), before
-/// it yields at every turn again: those ranks run on their own CPU, and a yield would hand
-/// ours to a rank that may only wait (for us, e.g. in the next barrier) and yield back.
-/// Bounded, so that a rank of our CPU with work of its own waits for it a short time.
-const REMOTE_SPIN: u32 = 256;
+// Turns a [`light_wait`] that yields when idle looks again without yielding while its
+// collective waits only for ranks pinned to another CPU ([`light::remote_only`]), before
+// it yields at every turn again: those ranks run on their own CPU, and a yield would hand
+// ours to a rank that may only wait (for us, e.g. in the next barrier) and yield back.
+// Bounded, so that a rank of our CPU with work of its own waits for it a short time: as
+// long as the segment's own waits for such ranks.
+use oxmpi_coll::sm::REMOTE_SPIN;
 
 /// Whether a [`light_wait`] that yields when idle looks again without yielding: its
 /// collective waits only for ranks pinned to another CPU (`remote`), for at most

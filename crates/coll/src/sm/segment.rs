@@ -360,8 +360,9 @@ pub(crate) fn remote_ranks(cpus: &[u32], me: usize) -> Vec<bool> {
 const REMOTE_SHARERS: usize = 2;
 
 /// Turns a waiter that yields when idle looks at a word of a rank pinned to another CPU
-/// before it yields, once no rank of its own CPU is awaited ([`Seg::wait_word_remote`]).
-const REMOTE_SPIN: u32 = 256;
+/// before it yields, once no rank of its own CPU is awaited ([`Seg::wait_word_remote`];
+/// the C API's light-request wait spins as long for [`crate::nbc::light::remote_only`]).
+pub const REMOTE_SPIN: u32 = 256;
 
 /// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
 /// cells ([`RING_CELLS`]): an allgather's blocks of more than [`LANE_MAX`] bytes (the
