@@ -6,6 +6,7 @@ use super::collective::{allgather_i64, bcast_i64};
 use super::datarep::Rep;
 use super::file::{os_err, FileObj, FileState};
 use super::two_phase;
+use super::IO;
 use crate::backend::EStatus;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from};
@@ -223,9 +224,6 @@ pub(super) fn access(
     };
     Ok(p.finish(f, done))
 }
-
-/// Verbose output of the MPI-IO component (`io_base_verbose`).
-static IO: oxmpi_base::output::Stream = oxmpi_base::output::Stream::new("io");
 
 /// The widest file range a read of several segments covers with one `pread` (the segments
 /// and the holes between them), as ROMIO's data sieving with its `ind_rd_buffer_size`
