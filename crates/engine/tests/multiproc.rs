@@ -259,6 +259,17 @@ fn coop_single_copy() {
         "no rank reported a cooperative copy:\n{}",
         err.join("\n")
     );
+    // A message of one chunk (8193 B, a 16 KiB chunk) is read by the receiver alone, with
+    // no clear-to-send; the ping-pong checked its data.
+    let err = err.join("\n");
+    let took = |n: usize, how: &str| {
+        err.lines()
+            .any(|l| l.contains(&format!("received {n} B from rank")) && l.contains(how))
+    };
+    assert!(
+        took(8193, "receiver alone (one chunk)") && !took(8193, "cooperative single copy"),
+        "8193 B not read alone as one chunk:\n{err}"
+    );
     run(2, "truncate", &env);
     run(2, "big_bidir", &env);
     run(4, "wildcards", &env[..2]);

@@ -118,7 +118,8 @@ impl State {
     /// Receives a matched rendezvous message of `n` bytes by the cooperative single copy
     /// (see [`coop`]): opens a transfer in `peer`'s control area, sends it a cooperative
     /// clear-to-send, copies chunks from the front of the sender's buffer at `addr` while the
-    /// sender copies from the back, then waits for the sender's chunks. Returns `true` when
+    /// sender copies from the back, then waits for the sender's chunks. A message of one
+    /// chunk is read alone, with no clear-to-send (the FIN says so, as [`State::pull`]'s). Returns `true` when
     /// request `rid` is settled (complete, FIN sent; or failed because the peer died), `false`
     /// if our CMA read failed: the caller then asks for the pipelined copy of the whole
     /// message (the sender has stopped claiming chunks by then, and what it still writes is
@@ -137,10 +138,30 @@ impl State {
             return false;
         };
         let t0 = self.now_ns();
-        let seq = coop::next_seq(self.peers[p].coop_seq);
-        self.peers[p].coop_seq = seq;
         let csize = coop::chunk_size(n, self.coop_chunk);
         let chunks = n.div_ceil(csize);
+        if chunks == 1 {
+            // One chunk (16 KiB at the defaults): we would claim it before the sender saw
+            // a clear-to-send, so we read it alone and answer FIN at once. That spares the
+            // record, the sender's round of progress for it, and the control lines' trip
+            // to the sender (its claim reads them) and back (our next `open`).
+            if let Err(e) = self.cma_read(peer, buf, addr, n) {
+                self.cma_failed(peer, &e);
+                return false;
+            }
+            self.finish(rid);
+            self.ctrl(peer, K_FIN, FIN_READ, sreq, 0);
+            oxmpi_base::verbose!(
+                BTL,
+                60,
+                "sm: received {n} B from rank {peer}: single copy by the receiver alone \
+                 (one chunk)"
+            );
+            self.coop_ended(p, n, t0);
+            return true;
+        }
+        let seq = coop::next_seq(self.peers[p].coop_seq);
+        self.peers[p].coop_seq = seq;
         cm.open(seq, chunks);
         self.ctrl_hdr(
             peer,
@@ -206,6 +227,13 @@ impl State {
             "sm: received {n} B from rank {peer}: cooperative single copy, {theirs} of \
              {chunks} chunks copied by the sender"
         );
+        self.coop_ended(p, n, t0);
+        true
+    }
+
+    /// A cooperative receive of `n` bytes from world rank `p`, begun at `t0`, ended now:
+    /// its measurement goes to the chooser that chose it.
+    fn coop_ended(&mut self, p: usize, n: usize, t0: u64) {
         let now = self.now_ns();
         let sends = self.sending_rndv();
         if self.one_way_chosen(n) {
@@ -213,7 +241,6 @@ impl State {
         } else {
             self.peers[p].measured(p, Mech::Coop, n, (t0, now), sends);
         }
-        true
     }
 
     /// A matched rendezvous receive of `n` bytes that the chooser moved, while we send no
