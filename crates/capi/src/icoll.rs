@@ -467,59 +467,6 @@ mpi_fn_c! {
     }
 }
 
-/// A 2-rank `MPI_Iscatter` whose block of `blk` bytes goes by message where another
-/// length may take the single copy ([`rooted_seg`]): as an ibcast of the other rank's
-/// block by message on the segment ([`SmKind::BcastMsg`]), whose root's post says that
-/// its block goes by message, so that a rank whose erroneous length put it on the single
-/// copy fails instead of waiting (and a reader on this path sees a root of the single
-/// copy and fails); the root copies its own block (none in place) while its message
-/// travels.
-fn scatter_pair_msg(
-    comm: c_int,
-    a: &oxmpi_coll::CollComm,
-    shared: (Arc<oxmpi_coll::sm::Seg>, SmKind),
-    (sendbuf, sendcount, sendtype): (*const c_void, i64, c_int),
-    (recvbuf, recvcount, recvtype): (*mut c_void, i64, c_int),
-    (root, blk, in_place): (usize, usize, bool),
-    request: *mut c_int,
-) -> MpiResult {
-    let mut unpack = Vec::new();
-    let output = if in_place {
-        none()
-    } else {
-        let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
-        if a.rank as usize == root && rc * rdt.size != blk {
-            return Err(truncated(comm, "scatter"));
-        }
-        // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
-        unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
-    };
-    if a.rank as usize != root {
-        let s = Schedule::shared(a, shared.0, shared.1, none(), output, None);
-        return start(comm, s, unpack, request);
-    }
-    let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 2, comm)?;
-    // SAFETY: MPI contract: sendbuf holds 2 blocks until completion.
-    let mut whole = unsafe {
-        region(
-            &sdt,
-            sc * 2,
-            sendbuf.cast_mut(),
-            true,
-            false,
-            0,
-            &mut unpack,
-        )
-    };
-    // The other rank's block: within `whole` (the user's memory, or packed bytes the
-    // schedule keeps below).
-    let theirs = alias(&mut whole, (1 - root) * blk, blk);
-    let own = if in_place { 0 } else { blk };
-    let mut s = Schedule::shared(a, shared.0, shared.1, theirs, output, None);
-    s.copy_while_sending(whole, root * blk, (1, 0), own);
-    start(comm, s, unpack, request)
-}
-
 mpi_fn_c! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter", PMPI_Iscatter_c / "MPI_Iscatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
@@ -539,9 +486,6 @@ mpi_fn_c! {
         };
         let r0 = root as usize;
         if let Some(shared) = rooted_seg(&a, (blk.saturating_mul(p), SmKind::Scatter { root: r0, block: blk }), (r0, blk, Rooted::Scatter)) {
-            if let SmKind::BcastMsg { .. } = shared.1 {
-                return scatter_pair_msg(comm, &a, shared, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), (r0, blk, in_place), request);
-            }
             let output = if in_place {
                 none()
             } else {

@@ -181,9 +181,6 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (4, "1", "1", &["bcast"]),
         (2, "1", "0", &["bcast"]),
         (4, "1", "0", &["bcast"]),
-        // 2-rank iscatters whose block lengths straddle the single copy's bounds (the
-        // root's post says when its block goes by message).
-        (2, "1", "1", &["scatter"]),
         (2, "0", "1", &["a2a"]),
         (3, "0", "1", &["a2a"]),
         (2, "1", "1", &["a2a"]),

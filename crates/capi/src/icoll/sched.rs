@@ -439,13 +439,8 @@ pub(crate) fn rooted_seg(
         // A bcast whose length goes by message still starts on the segment, where the
         // root's post says which path its length took: a rank whose length put it on
         // another path (an erroneous call) fails instead of waiting for the other's part.
-        // So does a 2-rank scatter's block beyond the single copy (where another length
-        // may take it): the root's block for the other rank goes as that bcast.
         let seg = match coll {
             oxmpi_coll::sm::Rooted::Bcast => oxmpi_coll::sm::existing(a)?,
-            oxmpi_coll::sm::Rooted::Scatter if p == 2 => {
-                oxmpi_coll::sm::existing(a).filter(|s| s.single_copy_max() > 0)?
-            }
             _ => return None,
         };
         Some((seg, oxmpi_coll::sm::SmKind::BcastMsg { root }))

@@ -364,9 +364,6 @@ pub struct Schedule {
     planned_error: Option<(ErrorClass, String)>,
     /// A scan's length check ([`ScanCheck`]).
     scan: Option<ScanCheck>,
-    /// A copy (source, destination, length) that runs once the first round of messages
-    /// is posted, while they travel ([`Schedule::copy_while_sending`]).
-    own: Option<(At, At, usize)>,
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -417,7 +414,6 @@ impl Schedule {
             bcast: None,
             planned_error: None,
             scan: None,
-            own: None,
         }
     }
 
@@ -473,15 +469,6 @@ impl Schedule {
         }
         s.sm = Some(nb);
         s
-    }
-
-    /// A broadcast by message on the segment ([`SmKind::BcastMsg`]) whose root also copies
-    /// `len` bytes at `from` of `src` (a region it adds, kept until the end) to `dst`
-    /// once its messages are posted, while they travel: a 2-rank scatter's root sends the
-    /// other rank's block as that bcast and copies its own.
-    pub fn copy_while_sending(&mut self, src: Region, from: usize, dst: At, len: usize) {
-        let at = (self.add_region(src), from);
-        self.own = Some((at, dst, len));
     }
 
     /// Whether this is a collective of the `sm` component ([`Schedule::shared`]).
@@ -793,9 +780,6 @@ impl Schedule {
                 } else {
                     // (Region 0 the root's input.)
                     self.bcast_rounds(0, root, Some(takers));
-                    if let Some((src, dst, len)) = self.own.take() {
-                        self.last().push(Step::CopyAtPost { src, dst, len });
-                    }
                 }
             }
             if dropped | no_recv != 0 && end != Progress::Pending {

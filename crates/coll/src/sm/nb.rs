@@ -1714,14 +1714,8 @@ impl SmNb {
                         (me * len) as u64
                     };
                 // A broadcast's root that took another path (its first word is a tag, not
-                // a pid) or posted another length: nothing to copy (an erroneous call). So
-                // for a 2-rank scatter's root whose block goes by message (its post is a
-                // [`SmKind::BcastMsg`] root's, of the reader's block): its message is
-                // taken into nothing.
-                let by_message = word(0) == BCAST_MSG_TAG;
-                if (coll == Rooted::Bcast && (word(0) >= BCAST_MSG_TAG || len != output.1))
-                    || (coll == Rooted::Scatter && by_message)
-                {
+                // a pid) or posted another length: nothing to copy (an erroneous call).
+                if coll == Rooted::Bcast && (word(0) >= BCAST_MSG_TAG || len != output.1) {
                     self.drain = Self::drains(seg, root, word(0));
                     self.copied = Some(Progress::Differs {
                         root: len,
