@@ -39,8 +39,8 @@ use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
 use sched::{
     checked, comm_info, copied, copied_but, dtype, laid, layout, msg_seg, owned_op, pieces,
-    reduction_seg, region, region_bytes, rooted_seg, sched_err, shared_seg, spanned, start,
-    start_shared, Laid,
+    planning, reduction_seg, region, region_bytes, rooted_seg, sched_err, shared_seg, spanned,
+    start, start_shared, Laid,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -1220,9 +1220,12 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
             region(&dt, n, src.cast_mut(), true, false, 1, &mut unpack),
         )
     };
-    // With the segment, the lengths are checked there first (see `PMPI_Ireduce`).
+    // With the segment, the lengths are checked there first (see `PMPI_Ireduce`); a
+    // persistent scan compared them at its init; otherwise the rounds check them (the
+    // chain's ranks over recursive doubling's messages first, `CollComm::iscan_from`).
     let s = match msg_seg(&a) {
         Some(seg) => a.iscan_msg(seg, out, input, o, exclusive),
+        None if planning() => a.iscan_agreed(out, input, o, exclusive),
         None => a.iscan_from(out, input, o, exclusive),
     };
     start(comm, s.map_err(sched_err(comm))?, unpack, request)

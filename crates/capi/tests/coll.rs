@@ -222,11 +222,21 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "0", "1", &["scan", "nosm"]),
         (3, "0", "1", &["scan", "nosm"]),
         (4, "0", "1", &["scan", "nosm"]),
-        // Without it, blocking, also the pairs whose lengths take different plans
-        // (recursive doubling against the chain, whose ranks check the lengths over
-        // recursive doubling's messages first) or chains of different segment counts.
+        // Without it, blocking and nonblocking, also the pairs whose lengths take
+        // different plans (recursive doubling against the chain, whose ranks check the
+        // lengths over recursive doubling's messages first: the nonblocking ones in
+        // rounds before the chain's) or chains of different segment counts.
         (3, "0", "1", &["scan", "nosm", "allplans", "blocking"]),
         (4, "0", "1", &["scan", "nosm", "allplans", "blocking"]),
+        (3, "0", "1", &["scan", "nosm", "allplans", "nonblocking"]),
+        (4, "0", "1", &["scan", "nosm", "allplans", "nonblocking"]),
+        (5, "0", "1", &["scan", "nosm", "allplans", "nonblocking"]),
+        (
+            4,
+            "0",
+            "1",
+            &["scan", "nosm", "allplans", "nonblocking", "noncomm"],
+        ),
         // Reduce-scatters (block and counts) where one rank passes other counts: every
         // form with the segment (each path posts the whole vector's length at one
         // sequence number; the persistent forms compare it at their init), every form

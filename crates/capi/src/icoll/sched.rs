@@ -319,6 +319,12 @@ pub(crate) fn shared_seg(
     oxmpi_coll::sm::existing(a)
 }
 
+/// Whether a persistent collective is being planned (its init checked what it needs; its
+/// schedule restarts at every start).
+pub(crate) fn planning() -> bool {
+    PLANNING.with(|p| p.borrow().is_some())
+}
+
 /// The segment for a nonblocking collective by message that checks its length there first
 /// ([`oxmpi_coll::sm::SmKind::AllreduceMsg`]): the communicator's, when it exists and no
 /// persistent collective is being planned (those keep their rounds).

@@ -35,10 +35,9 @@
  *   above the erroneous one. Without the segment ("nosm") on more than 2 ranks, a scan's
  *   or exscan's pairs of lengths on different point-to-point plans (below 16 KiB
  *   recursive doubling, from it the chain) or with chains of different segment counts
- *   (64 KiB each) are left out of the blocking and nonblocking forms: the nonblocking
- *   ones still hang (the plans' messages do not meet); "allplans" runs them anyway (with
- *   "blocking": the chain's ranks check the lengths over recursive doubling's messages
- *   first, so those pass).
+ *   (64 KiB each) are left out of the blocking and nonblocking forms unless "allplans"
+ *   runs them (both forms pass them: the chain's ranks check the lengths over recursive
+ *   doubling's messages first, the nonblocking ones in rounds before the chain).
  * - reduce_scatter whose blocks one rank splits otherwise with the same sum ("rsmix",
  *   rs_mixed: e.g. counts {1, 3} against {2, 2}): every rank fails (each would otherwise
  *   fold its own block of the same-length vector and succeed); correct calls with the

@@ -422,6 +422,74 @@ pub(crate) fn chain_segments(n: usize, elem: usize) -> Vec<(usize, usize)> {
     (0..n).step_by(seg).map(|o| (o, seg.min(n - o))).collect()
 }
 
+/// The bytes of a scan's length header ([`ScanLens`]): 16 of magic, the smallest and the
+/// largest length.
+pub(crate) const SCAN_HDR: usize = 32;
+const SCAN_MAGIC: [u8; 16] = *b"oxmpi scan chain";
+
+/// The lengths of a range of ranks that a chain rank's check before the chain gathers
+/// (`CollComm::scan_chain_check`, and the nonblocking chain's header rounds,
+/// `CollComm::iscan_from`) over the recursive-doubling plan's messages: the
+/// smallest and the largest, or ([`ScanLens::OTHER`]) a rank of that range took recursive
+/// doubling (its message was not a header).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct ScanLens {
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+}
+
+impl ScanLens {
+    /// No rank yet.
+    pub(crate) const NONE: Self = Self {
+        lo: u64::MAX,
+        hi: 0,
+    };
+    /// A rank of recursive doubling, or a message that was not a header.
+    pub(crate) const OTHER: Self = Self {
+        lo: 0,
+        hi: u64::MAX,
+    };
+
+    pub(crate) fn of(n: usize) -> Self {
+        Self {
+            lo: n as u64,
+            hi: n as u64,
+        }
+    }
+
+    pub(crate) fn with(self, o: Self) -> Self {
+        Self {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.max(o.hi),
+        }
+    }
+
+    /// The one length every rank of the range passes, if they are chain ranks that agree.
+    pub(crate) fn all(self) -> Option<usize> {
+        (self.lo == self.hi).then_some(self.lo as usize)
+    }
+
+    pub(crate) fn encode(self) -> [u8; SCAN_HDR] {
+        let mut b = [0u8; SCAN_HDR];
+        b[..16].copy_from_slice(&SCAN_MAGIC);
+        b[16..24].copy_from_slice(&self.lo.to_le_bytes());
+        b[24..].copy_from_slice(&self.hi.to_le_bytes());
+        b
+    }
+
+    /// The header in `b` (exactly [`SCAN_HDR`] bytes that start with the magic).
+    pub(crate) fn parse(b: &[u8]) -> Option<Self> {
+        if b.len() != SCAN_HDR || b[..16] != SCAN_MAGIC {
+            return None;
+        }
+        let w = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Some(Self {
+            lo: w(16),
+            hi: w(24),
+        })
+    }
+}
+
 /// One round of the recursive-doubling scan plan, seen from one rank.
 pub(crate) struct ScanRound {
     /// The partner's rank.

@@ -23,8 +23,9 @@
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
 use crate::base::helpers::{
-    bcast_differs, bcast_tree, chain_segments, fold_real_rank, fold_sizes, pooled,
-    rabenseifner_plan, scan_chain, scan_rounds, unpool, RabStep, TRUNCATED_ABOVE,
+    bcast_differs, bcast_tree, chain_segments, fold_real_rank, fold_sizes, lengths_differ, pooled,
+    rabenseifner_plan, scan_chain, scan_rounds, unpool, RabStep, ScanLens, SCAN_HDR,
+    TRUNCATED_ABOVE,
 };
 use crate::base::stats::{count, Alg};
 use crate::sm::lengths_error;
@@ -144,6 +145,15 @@ enum Step {
     /// `dst = src` over `len` bytes as soon as the round's transfers are posted, while they
     /// travel (a rooted collective's own block): touches none of their bytes.
     CopyAtPost { src: At, dst: At, len: usize },
+    /// A receive of at most `room` bytes whose length and bytes a scan's length check
+    /// reads once the round ended ([`ScanCheck`]); an exact schedule expects `want` bytes
+    /// (`usize::MAX`: any length, a longer message too, goes).
+    Watch {
+        at: At,
+        room: usize,
+        want: usize,
+        peer: i32,
+    },
 }
 
 fn snd(at: At, len: usize, peer: i32) -> Step {
@@ -267,6 +277,48 @@ struct BcastNb {
     header_round: Option<usize>,
 }
 
+/// The length check of a nonblocking scan or exscan on more than 2 ranks whose lengths no
+/// segment's gate checked ([`CollComm::iscan_from`]), as the blocking scan's
+/// (`CollComm::scan_into`): a rank of the chain first runs recursive doubling's messages
+/// (the same pairs and directions) with a length header ([`ScanLens`], [`SCAN_HDR`] bytes:
+/// the lengths its partial would cover) in place of the partial, and after them takes the
+/// chain only when every rank below passes its length; a rank of recursive doubling
+/// receives with room for a header, fails on one, and takes and drops the chain of rank
+/// `r - 1` when every lower partner sent one. Rounds are added while running (the drain),
+/// after the `planned` ones.
+struct ScanCheck {
+    /// Our vector's bytes.
+    n: usize,
+    /// Bytes of an element (the chain cuts its segments at whole elements).
+    elem: usize,
+    /// We run the chain: rounds `0..=decide` carry headers; their end decides.
+    chain: bool,
+    /// The last header round (chain).
+    decide: usize,
+    /// Per header round (chain): its header extends our partial's lengths.
+    keep: Vec<bool>,
+    /// Region of the header we send (chain only): the lengths our partial covers.
+    hout: usize,
+    /// The lengths our partial covers (chain).
+    part: ScanLens,
+    /// The lengths of the ranks below us as the lower partners' messages told them.
+    below: ScanLens,
+    /// The watched receive in flight ([`Step::Watch`]).
+    watch: Option<ReqId>,
+    /// What it got: bytes, and whether the message was longer than its room.
+    got: Option<(usize, bool)>,
+    /// Rounds of the plan; the drain's are added after them.
+    planned: usize,
+}
+
+impl ScanCheck {
+    /// Back to the state before the first round (a restart).
+    fn reset(&mut self) {
+        (self.part, self.below) = (ScanLens::of(self.n), ScanLens::NONE);
+        (self.watch, self.got) = (None, None);
+    }
+}
+
 /// A nonblocking collective in progress.
 pub struct Schedule {
     cc: CollComm,
@@ -310,6 +362,8 @@ pub struct Schedule {
     /// An error known when planning (an erroneous count), reported at the end of every
     /// run once the transfers the other ranks wait for have moved.
     planned_error: Option<(ErrorClass, String)>,
+    /// A scan's length check ([`ScanCheck`]).
+    scan: Option<ScanCheck>,
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -359,6 +413,7 @@ impl Schedule {
             late: None,
             bcast: None,
             planned_error: None,
+            scan: None,
         }
     }
 
@@ -482,6 +537,37 @@ impl Schedule {
         }
     }
 
+    /// Receive at most `room` bytes at `at` from `peer` in the current round, watched by
+    /// a scan's length check ([`Step::Watch`]; an exact schedule expects `want` bytes).
+    fn watch(&mut self, at: At, room: usize, want: usize, peer: i32) {
+        self.last().push(Step::Watch {
+            at,
+            room,
+            want,
+            peer,
+        });
+    }
+
+    /// A receive of `n` bytes from `peer` at `at` (with room for `room`) in the current
+    /// round: watched by the scan's length check when `check` ([`CollComm::iscan_from`]),
+    /// else plain (`room` is `n` then).
+    fn recv_checked(&mut self, check: bool, (at, room): (At, usize), n: usize, peer: i32) {
+        if check {
+            self.watch(at, room, n, peer);
+        } else {
+            self.recv(Lane::default(), at, n, peer);
+        }
+    }
+
+    /// A scan's length check knows the plan's rounds (those after them are added while
+    /// running).
+    fn planned(mut self) -> Self {
+        if let Some(c) = self.scan.as_mut() {
+            c.planned = self.rounds.len();
+        }
+        self
+    }
+
     /// `dst = src ∘ dst` over `len` bytes (the schedule's operation) once the current
     /// round's transfers are done.
     pub fn reduce(&mut self, src: At, dst: At, len: usize) {
@@ -522,6 +608,14 @@ impl Schedule {
         if let Some(b) = self.bcast.as_mut() {
             self.rounds.truncate(b.planned);
             (b.got, b.header_round) = (None, None);
+        }
+        if let Some(c) = self.scan.as_mut() {
+            self.rounds.truncate(c.planned);
+            c.reset();
+            let h = c.part.encode();
+            if let (true, Region::Owned(v)) = (c.chain, &mut self.regions[c.hout]) {
+                v.copy_from_slice(&h);
+            }
         }
         // The plan counted the first run (a persistent collective's first start restarts
         // a plan that never ran); every later start counts one more.
@@ -595,6 +689,7 @@ impl Schedule {
                         checks.push((src, len));
                         checks.push((dst, len));
                     }
+                    Step::Watch { at, room, .. } => checks.push((at, room)),
                 }
             }
         }
@@ -765,12 +860,22 @@ impl Schedule {
                         self.pending.swap_remove(i);
                         let want = self.want.swap_remove(i);
                         let truncated = st.error == Some(ErrorClass::Truncate);
+                        // A scan check's watched receive: what came, for its round's end.
+                        let watched = match self.scan.as_mut() {
+                            Some(c) if c.watch == Some(r) => {
+                                (c.watch, c.got) = (None, Some((st.count_bytes, truncated)));
+                                true
+                            }
+                            _ => false,
+                        };
                         if want != usize::MAX && (truncated || st.count_bytes != want) {
                             // A message of another length than ours: the rounds go on (the
                             // other ranks wait for our messages), the error comes at the end.
                             let got = if truncated { want + 1 } else { st.count_bytes };
                             let what = format!("nonblocking reduction: from rank {peer}");
                             self.late.get_or_insert(lengths_error(&what, got, want));
+                        } else if watched && want == usize::MAX {
+                            // Any length goes (a header's room: a partial, a marker).
                         } else if let Some(b) =
                             self.bcast.as_mut().filter(|_| self.current == Some(0))
                         {
@@ -797,6 +902,9 @@ impl Schedule {
                 return Some(Err(self.late.take().unwrap_or(err)));
             }
             if let Some(i) = self.current.take() {
+                if self.scan.is_some() {
+                    self.scan_next(i);
+                }
                 let round = std::mem::take(&mut self.rounds[i]);
                 self.run_local(&round, false);
                 self.rounds[i] = round;
@@ -972,23 +1080,139 @@ impl Schedule {
         Ok(())
     }
 
+    /// A scan's length check ([`ScanCheck`]) after round `i` ended (before its local
+    /// steps, which may overwrite what came): a header in its watched receive, or another
+    /// message, joins the lengths below us (from a lower partner) and, on a chain rank, our
+    /// partial's (sent on in the next header round); a rank of recursive doubling fails on
+    /// a header. After the last header round a chain rank runs the chain only when every
+    /// rank below passes its length (rank 0 always); otherwise it skips the chain's rounds
+    /// and fails. A rank that fails takes and drops the chain that rank `r - 1` runs
+    /// towards it (when every rank below is a chain rank of one length, `r - 1` knows the
+    /// same lengths and sends it), in rounds added after the plan.
+    fn scan_next(&mut self, i: usize) {
+        let r = self.cc.rank;
+        let Some(c) = self.scan.as_mut().filter(|c| i < c.planned) else {
+            return;
+        };
+        let watched = self.rounds[i].0.iter().find_map(|s| match *s {
+            Step::Watch { at, peer, .. } => Some((at, peer)),
+            _ => None,
+        });
+        if let Some((at, peer)) = watched {
+            let head = match c.got.take() {
+                Some((SCAN_HDR, false)) => {
+                    let p = self.regions[at.0].ptr_len().0.wrapping_add(at.1);
+                    // SAFETY: the receive (validated: `SCAN_HDR` bytes within its region)
+                    // ended, and nothing else writes there before the round's local steps.
+                    ScanLens::parse(unsafe { std::slice::from_raw_parts(p, SCAN_HDR) })
+                }
+                _ => None,
+            };
+            let t = head.unwrap_or(ScanLens::OTHER);
+            if peer < r {
+                c.below = c.below.with(t);
+            }
+            if c.chain {
+                if c.keep.get(i).copied().unwrap_or(false) {
+                    c.part = c.part.with(t);
+                    let h = c.part.encode();
+                    if let Region::Owned(v) = &mut self.regions[c.hout] {
+                        v.copy_from_slice(&h);
+                    }
+                }
+            } else if let Some(h) = head {
+                // A header where our partial's partner runs the chain: erroneous counts
+                // (a header of our own length, 32 bytes, passed the exact check).
+                let n = c.n;
+                let theirs = if h.lo != n as u64 { h.lo } else { h.hi };
+                self.late.get_or_insert_with(|| {
+                    lengths_differ(
+                        theirs,
+                        n,
+                        format!(
+                            "iscan: a partner of recursive doubling ({n} bytes) runs the chain \
+                             (ranks of {} to {} bytes; the ranks' counts differ)",
+                            h.lo, h.hi
+                        ),
+                    )
+                });
+            }
+        }
+        let (n, below) = (c.n, c.below);
+        let drain = if c.chain {
+            if i != c.decide || r == 0 || below.all() == Some(n) {
+                return;
+            }
+            // Ranks below of another length, or of recursive doubling: no chain towards
+            // `r + 1` either (its check sees the same ranks and ours).
+            let theirs = if below.lo != n as u64 {
+                below.lo
+            } else {
+                below.hi
+            };
+            let what = match below.all() {
+                Some(l) => format!("{l} bytes"),
+                None if below == ScanLens::OTHER => "shorter vectors".to_string(),
+                None => format!("{} to {} bytes", below.lo, below.hi),
+            };
+            self.late.get_or_insert_with(|| {
+                lengths_differ(
+                    theirs,
+                    n,
+                    format!(
+                        "iscan: rank {r} passes {n} bytes, the ranks below it {what} (the \
+                         ranks' counts differ)"
+                    ),
+                )
+            });
+            self.next = c.planned;
+            below.all()
+        } else {
+            if i + 1 != c.planned || r == 0 || self.late.is_none() {
+                return;
+            }
+            below.all()
+        };
+        // Rank `r - 1`'s chain, cut as it cuts it: taken into scratch and dropped.
+        if let Some(l) = drain {
+            let segs = chain_segments(l, c.elem);
+            let room = segs.first().map_or(0, |s| s.1);
+            let sink = self.add_region(Region::Owned(pooled(room)));
+            for (_, m) in segs {
+                self.rounds.push(Round(vec![Step::Watch {
+                    at: (sink, 0),
+                    room: m,
+                    want: usize::MAX,
+                    peer: r - 1,
+                }]));
+            }
+        }
+    }
+
     /// Posts the transfers of `round`: its receives first, then its sends.
     fn post(&mut self, round: &Round) -> Result<()> {
         for recv in [true, false] {
             for s in &round.0 {
-                let (at, len, peer, lane) = match *s {
+                let exact = |len: usize| if self.exact { len } else { usize::MAX };
+                let (at, len, peer, lane, want) = match *s {
                     Step::Recv {
                         at,
                         len,
                         peer,
                         lane,
-                    } if recv => (at, len, peer, lane),
+                    } if recv => (at, len, peer, lane, exact(len)),
+                    Step::Watch {
+                        at,
+                        room,
+                        want,
+                        peer,
+                    } if recv => (at, room, peer, Lane::default(), exact(want)),
                     Step::Send {
                         at,
                         len,
                         peer,
                         lane,
-                    } if !recv => (at, len, peer, lane),
+                    } if !recv => (at, len, peer, lane, usize::MAX),
                     _ => continue,
                 };
                 let link = self.links[usize::from(lane.link)];
@@ -1010,8 +1234,10 @@ impl Schedule {
                     unsafe { link.isend_raw(p, len, peer, tag) }
                 }?;
                 self.pending.push((r, peer));
-                self.want
-                    .push(if recv && self.exact { len } else { usize::MAX });
+                self.want.push(want);
+                if let (Step::Watch { .. }, Some(c)) = (s, self.scan.as_mut()) {
+                    c.watch = Some(r);
+                }
             }
         }
         Ok(())
@@ -1714,7 +1940,15 @@ impl CollComm {
     /// has later rounds, and is extended only while we have later rounds; it starts as
     /// the input itself (copied to scratch once it must change, or in place before the
     /// result overwrites it). The first lower partial goes straight into `out` when the
-    /// order allows (exclusive scan, or a commutative operation).
+    /// order allows (exclusive scan, or a commutative operation). From
+    /// [`tune::SCAN_CHAIN_MIN`] bytes on more than 2 ranks, the chain instead
+    /// ([`CollComm::iscan_chain`]).
+    ///
+    /// The ranks' lengths are not known to agree here: on more than 2 ranks (unless an
+    /// algorithm is forced) a rank whose erroneous count put it on the other plan, or on a
+    /// chain of another segment count, is met by the length check of the blocking scan
+    /// ([`ScanCheck`]: the chain's ranks first run recursive doubling's messages with
+    /// length headers), so that every such call fails instead of hanging.
     pub fn iscan_from(
         &self,
         out: Region,
@@ -1722,7 +1956,19 @@ impl CollComm {
         op: OwnedOp,
         exclusive: bool,
     ) -> Result<Schedule> {
-        self.iscan_plan(out, input, op, exclusive, None)
+        self.iscan_plan(out, input, op, exclusive, (None, false))
+    }
+
+    /// [`CollComm::iscan_from`] where every rank is known to pass the same length (a
+    /// persistent scan compared them at its init): no length check.
+    pub fn iscan_agreed(
+        &self,
+        out: Region,
+        input: Region,
+        op: OwnedOp,
+        exclusive: bool,
+    ) -> Result<Schedule> {
+        self.iscan_plan(out, input, op, exclusive, (None, true))
     }
 
     /// [`CollComm::iscan_from`] on a communicator with the segment `seg`, for a vector that
@@ -1736,18 +1982,19 @@ impl CollComm {
         op: OwnedOp,
         exclusive: bool,
     ) -> Result<Schedule> {
-        let s = self.iscan_plan(out, input, op, exclusive, Some(0))?;
+        let s = self.iscan_plan(out, input, op, exclusive, (Some(0), true))?;
         Ok(self.checked_on(seg, s))
     }
 
-    /// [`CollComm::iscan_from`] with the schedule's tag `tag` (`None`: its own).
+    /// [`CollComm::iscan_from`] with the schedule's tag `tag` (`None`: its own); `agreed`:
+    /// the ranks' lengths are known to agree (no length check).
     fn iscan_plan(
         &self,
         out: Region,
         input: Region,
         op: OwnedOp,
         exclusive: bool,
-        tag: Option<i32>,
+        (tag, agreed): (Option<i32>, bool),
     ) -> Result<Schedule> {
         let mut input = input;
         let (ip, n) = input.ptr_len();
@@ -1778,11 +2025,52 @@ impl CollComm {
         let (res, inp) = ((0, 0), (1, 0));
         let (i0, o0) = (ip as usize, op_ as usize);
         let aliased = n > 0 && ol > 0 && i0 < o0 + ol && o0 < i0 + n;
-        if chain {
-            self.iscan_chain(&mut s, (n, elem), aliased, exclusive);
-            return Ok(s);
-        }
         let rounds = scan_rounds(r, p);
+        // Another length may take the other plan: the length check ([`ScanCheck`]).
+        let check = !agreed && p > 2 && tune::algorithm(Coll::Scan) == 0;
+        let mut hout = 0;
+        if check {
+            if chain {
+                hout = s.add_region(Region::Owned(ScanLens::of(n).encode().to_vec()));
+            }
+            s.scan = Some(ScanCheck {
+                n,
+                elem,
+                chain,
+                decide: rounds.len().saturating_sub(1),
+                keep: if chain {
+                    rounds.iter().map(|rd| rd.keep).collect()
+                } else {
+                    Vec::new()
+                },
+                hout,
+                part: ScanLens::of(n),
+                below: ScanLens::NONE,
+                watch: None,
+                got: None,
+                planned: 0,
+            });
+        }
+        if chain {
+            if check {
+                // Recursive doubling's messages, each a header of the lengths our partial
+                // would cover, before the chain.
+                let hin = s.add_region(Region::Owned(vec![0; SCAN_HDR]));
+                for rd in &rounds {
+                    s.next_round();
+                    if rd.send {
+                        s.send(Lane::default(), (hout, 0), SCAN_HDR, rd.peer);
+                    }
+                    if rd.recv {
+                        s.watch((hin, 0), SCAN_HDR, usize::MAX, rd.peer);
+                    }
+                }
+            }
+            self.iscan_chain(&mut s, (n, elem), aliased, exclusive);
+            return Ok(s.planned());
+        }
+        // With the check, receives have room for a chain rank's header.
+        let room = if check { n.max(SCAN_HDR) } else { n };
         let mut part = inp;
         let mut pbuf: Option<usize> = None;
         let mut tbuf: Option<usize> = None;
@@ -1809,10 +2097,10 @@ impl CollComm {
                     *part = (pb, 0);
                 }
             };
-            if d < r && !have && !keep && (exclusive || commutative) && !aliased {
+            if d < r && !have && !keep && (exclusive || commutative) && !aliased && room == n {
                 // Straight into the result (exclusive: it is the partner's partial;
                 // inclusive and commutative: ours is folded in).
-                s.recv(Lane::default(), res, n, d);
+                s.recv_checked(check, (res, n), n, d);
                 if !exclusive {
                     s.reduce(inp, res, n);
                 }
@@ -1820,10 +2108,10 @@ impl CollComm {
                 continue;
             }
             let t = (
-                *tbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(n)))),
+                *tbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(room)))),
                 0,
             );
-            s.recv(Lane::default(), t, n, d);
+            s.recv_checked(check, (t, room), n, d);
             if d < r {
                 // `t` covers the ranks just below those our result covers.
                 guard(&mut s, &mut part, &mut pbuf);
@@ -1864,7 +2152,7 @@ impl CollComm {
         if !exclusive && !have && n > 0 {
             s.copy(inp, res, n);
         }
-        Ok(s)
+        Ok(s.planned())
     }
 
     /// The rounds of the pipelined chain scan in `s` (region 0 the result, region 1 our

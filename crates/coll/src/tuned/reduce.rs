@@ -4,79 +4,12 @@ use super::allreduce::{marker, Exact};
 use super::{TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
     chain_segments, check_blocks, check_op, lengths_differ, pooled, scan_chain, scan_rounds,
-    unpool, Scratch,
+    unpool, ScanLens, Scratch, SCAN_HDR,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Op, Result};
 use oxmpi_engine::ErrorClass;
-
-/// The bytes of a scan's length header ([`ScanLens`]): 16 of magic, the smallest and the
-/// largest length.
-const SCAN_HDR: usize = 32;
-const SCAN_MAGIC: [u8; 16] = *b"oxmpi scan chain";
-
-/// The lengths of a range of ranks that a chain rank's check before the chain gathers
-/// ([`CollComm::scan_chain_check`]) over the recursive-doubling plan's messages: the
-/// smallest and the largest, or ([`ScanLens::OTHER`]) a rank of that range took recursive
-/// doubling (its message was not a header).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct ScanLens {
-    lo: u64,
-    hi: u64,
-}
-
-impl ScanLens {
-    /// No rank yet.
-    const NONE: Self = Self {
-        lo: u64::MAX,
-        hi: 0,
-    };
-    /// A rank of recursive doubling, or a message that was not a header.
-    const OTHER: Self = Self {
-        lo: 0,
-        hi: u64::MAX,
-    };
-
-    fn of(n: usize) -> Self {
-        Self {
-            lo: n as u64,
-            hi: n as u64,
-        }
-    }
-
-    fn with(self, o: Self) -> Self {
-        Self {
-            lo: self.lo.min(o.lo),
-            hi: self.hi.max(o.hi),
-        }
-    }
-
-    /// The one length every rank of the range passes, if they are chain ranks that agree.
-    fn all(self) -> Option<usize> {
-        (self.lo == self.hi).then_some(self.lo as usize)
-    }
-
-    fn encode(self) -> [u8; SCAN_HDR] {
-        let mut b = [0u8; SCAN_HDR];
-        b[..16].copy_from_slice(&SCAN_MAGIC);
-        b[16..24].copy_from_slice(&self.lo.to_le_bytes());
-        b[24..].copy_from_slice(&self.hi.to_le_bytes());
-        b
-    }
-
-    /// The header in `b` (exactly [`SCAN_HDR`] bytes that start with the magic).
-    fn parse(b: &[u8]) -> Option<Self> {
-        if b.len() != SCAN_HDR || b[..16] != SCAN_MAGIC {
-            return None;
-        }
-        let w = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        Some(Self {
-            lo: w(16),
-            hi: w(24),
-        })
-    }
-}
 
 /// After a receive of recursive doubling that chain ranks may meet (`got` bytes in `buf`,
 /// from a partner ranking lower when `lower`): a header (a chain rank's, see
