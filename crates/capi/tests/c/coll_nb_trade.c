@@ -351,9 +351,9 @@ int main(int argc, char **argv) {
             free(bs[i]);
         }
         alltoalls_late(3 * lim + 1, size - 1 - round % size, lim, 100 + round);
-        /* blocks of at least coll_sm_nonblocking_push_min (32 KiB): on 2 ranks out of place
-         * each asks its peer to write its block, so a late rank is a writer the other waits
-         * for */
+        /* blocks of at least coll_sm_nonblocking_push_min/_many (32 KiB): out of place each
+         * rank asks its senders to write their blocks, so a late rank is a writer the others
+         * wait for */
         alltoalls_late(40000 + 7 * round, round % size, lim, 110 + round);
         for (int ip = 0; ip < 2; ip++) {
             rooted_late(40000 + ip, (round + ip) % size, ip, 60 + round);

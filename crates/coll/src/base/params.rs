@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 22] = [
+pub static PARAMS: [ParamDecl; 23] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -106,6 +106,7 @@ pub static PARAMS: [ParamDecl; 22] = [
     crate::sm::params::NONBLOCKING_LARGE_MAX,
     crate::sm::params::ALLTOALL_PUSH_MIN,
     crate::sm::params::NONBLOCKING_PUSH_MIN,
+    crate::sm::params::NONBLOCKING_PUSH_MANY,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.

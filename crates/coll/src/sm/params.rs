@@ -63,6 +63,14 @@ pub fn nonblocking_push_min() -> usize {
     *MIN.get_or_init(|| usize::try_from(params::int(&NONBLOCKING_PUSH_MIN)).unwrap_or(0))
 }
 
+/// `coll_sm_nonblocking_push_many`: as [`nonblocking_push_min`] for the alltoall(v/w)s out
+/// of place on more than 2 ranks (0: none; the default 32 KiB, as the blocking alltoall's
+/// `coll_sm_alltoall_push_min`).
+pub fn nonblocking_push_many() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| usize::try_from(params::int(&NONBLOCKING_PUSH_MANY)).unwrap_or(0))
+}
+
 /// `coll_sm_spin_first`.
 pub const SPIN_FIRST: ParamDecl = ParamDecl::new(
     "coll",
@@ -201,6 +209,23 @@ pub const NONBLOCKING_PUSH_MIN: ParamDecl = ParamDecl::new(
      buffer (process_vm_writev, at the address it posts), as the blocking allgather in \
      place and alltoall on 2 ranks do, instead of reading it from the peer's buffer \
      (process_vm_readv); 0: always read",
+)
+.level(7);
+
+/// `coll_sm_nonblocking_push_many`.
+pub const NONBLOCKING_PUSH_MANY: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "nonblocking_push_many",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 30,
+    },
+    "32768",
+    "coll_sm_nonblocking_push_min for the nonblocking alltoall(v/w)s out of place on more \
+     than 2 ranks: a rank asks each sender of a far block of at least this many bytes to \
+     write it into its receive buffer (process_vm_writev) instead of reading it; 0: \
+     always read",
 )
 .level(7);
 
