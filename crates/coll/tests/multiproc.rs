@@ -685,6 +685,19 @@ fn remote_waits_pinned_np4() {
 fn remote_waits_pinned_np3() {
     run(3, "remote-waits", &[(PIN, "block")]);
 }
+/// Barriers (each rank late in turn, releasing and meeting, [`sm_barrier_suite`]) on ranks
+/// pinned two a CPU: a rank waiting for those of the other CPU looks again instead of
+/// yielding while the ranks of its own CPU have arrived too (`Seg::barrier`); nobody
+/// leaves before the late rank arrived. Cyclic (ranks 0 and 2 on one CPU, 1 and 3 on the
+/// other: rank 0's release is awaited across CPUs by 1 and 3) and block.
+#[test]
+fn barrier_pinned_cyclic_np4() {
+    run(4, "barrier-pinned", &[(PIN, "cyclic")]);
+}
+#[test]
+fn barrier_pinned_block_np4() {
+    run(4, "barrier-pinned", &[(PIN, "block")]);
+}
 /// Three ranks a CPU: nobody waits without yielding.
 #[test]
 fn remote_waits_crowded_np6() {
@@ -915,6 +928,21 @@ fn rank_entry() {
             // Every rank of the job runs on this node: the segment exists unless disabled.
             assert_eq!(seg.is_some(), scenario == "sm", "segment of {scenario}");
             sm_suite(&w);
+        }
+        "barrier-pinned" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            let seg = oxmpi_coll::sm::get(&w, Coll::Barrier).unwrap();
+            let seg = seg.expect("the segment exists");
+            let (me, cyclic) = (
+                w.rank as usize,
+                std::env::var(PIN).as_deref() == Ok("cyclic"),
+            );
+            // With two CPUs, the ranks that wait for rank 0's release across CPUs.
+            if UNPINNED_CPUS.load(Ordering::Relaxed) > 1 {
+                let apart = if cyclic { me % 2 == 1 } else { me >= 2 };
+                assert_eq!(seg.remote(0), apart, "rank {me}: rank 0 on the other CPU");
+            }
+            sm_barrier_suite(&w);
         }
         "remote-waits" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -4953,7 +4981,8 @@ fn expect_length_error<T: std::fmt::Debug>(
 
 /// Each rank pins itself to one CPU before it starts: `block` (the first half of the ranks
 /// on the first CPU it may run on, the rest on the second, as `pin` of the benchmarks
-/// places them) or `one` (every rank on the first).
+/// places them), `cyclic` (even ranks on the first, odd ones on the second) or `one`
+/// (every rank on the first).
 const PIN: &str = "OXMPI_COLL_TEST_PIN";
 
 /// The CPUs this process may run on (below 1024).
@@ -4974,6 +5003,7 @@ fn allowed_cpus() -> Vec<usize> {
 fn pin_slot(how: &str, r: usize, p: usize, cpus: usize) -> usize {
     match how {
         "block" if cpus > 1 => usize::from(r >= p / 2),
+        "cyclic" if cpus > 1 => r % 2,
         _ => 0,
     }
 }

@@ -274,6 +274,10 @@ pub struct Seg {
     /// crowded ([`remote_ranks`]: a waiter for it may look again instead of yielding,
     /// [`Seg::remote`]); all false when we are not pinned.
     remote: Vec<bool>,
+    /// The other ranks pinned to our CPU when it has at most [`REMOTE_SHARERS`] of them
+    /// ([`cpu_mates`]): a barrier's waiter for a rank of the other CPU looks again instead
+    /// of yielding while these have arrived too ([`Seg::barrier`]).
+    mates: Vec<usize>,
     /// The barrier lets rank 0 out first ([`Seg::barrier`]): `coll_sm_barrier_release` is
     /// on on every rank (the same on every rank).
     release: bool,
@@ -352,6 +356,20 @@ pub(crate) fn remote_ranks(cpus: &[u32], me: usize) -> Vec<bool> {
         .collect()
 }
 
+/// The ranks other than `me` pinned to `me`'s CPU, when that CPU has at most
+/// [`REMOTE_SHARERS`] ranks of the communicator (else none, and none when `me` is not
+/// pinned to one CPU); `cpus` as for [`remote_ranks`].
+pub(crate) fn cpu_mates(cpus: &[u32], me: usize) -> Vec<usize> {
+    let mine = cpus[me];
+    let on = cpus.iter().filter(|&&x| x == mine).count();
+    if mine == 0 || on > REMOTE_SHARERS {
+        return Vec::new();
+    }
+    (0..cpus.len())
+        .filter(|&r| r != me && cpus[r] == mine)
+        .collect()
+}
+
 /// Most ranks of a communicator pinned to one CPU for a waiter to look again at the words
 /// of those of another CPU without yielding ([`remote_ranks`]): with more, the rank it
 /// waits for is often not running (np=8 on 2 CPUs, 4 a CPU: ibcast, iscatter and
@@ -393,6 +411,7 @@ impl Seg {
     ) -> Seg {
         // `cpus`: per rank the CPU it is pinned to plus one, 0 when not pinned to one.
         let remote = remote_ranks(cpus, rank);
+        let mates = cpu_mates(cpus, rank);
         Seg {
             base: map.ptr(),
             _map: map,
@@ -409,6 +428,7 @@ impl Seg {
             nb: Mutex::new(Open::default()),
             yield_idle,
             remote,
+            mates,
             release,
             spin_first: super::params::spin_first(),
             block_after,
@@ -681,7 +701,19 @@ impl Seg {
     /// `owner`'s slot (whose doorbell a sleeping waiter sleeps on); a rank that yields when
     /// idle looks `spin_first` turns before it yields.
     fn wait_until(&self, owner: usize, spin_first: u32, ready: impl Fn() -> bool) {
-        let (mut spins, mut yields) = (0u32, 0u32);
+        self.wait_until_or_look(owner, spin_first, ready, || false);
+    }
+    /// [`Seg::wait_until`] that also looks again instead of yielding, at most
+    /// [`REMOTE_SPIN`] turns in all, at each turn where `look` says so (the ranks of our CPU
+    /// wait too, for a rank of the other CPU: [`Seg::barrier`]).
+    fn wait_until_or_look(
+        &self,
+        owner: usize,
+        spin_first: u32,
+        ready: impl Fn() -> bool,
+        look: impl Fn() -> bool,
+    ) {
+        let (mut spins, mut yields, mut looked) = (0u32, 0u32, 0u32);
         loop {
             if ready() {
                 return;
@@ -695,7 +727,11 @@ impl Seg {
                     .sleep(&ready, &SysFutex(self.sleep_max), |_| {});
                 continue;
             }
-            let yielding = self.yield_idle && spins >= spin_first;
+            let mut yielding = self.yield_idle && spins >= spin_first;
+            if yielding && looked < REMOTE_SPIN && look() {
+                yielding = false;
+                looked += 1;
+            }
             yields += u32::from(yielding);
             // A progress call costs far more than a look at the word: poll the
             // transports every 32nd turn (and at every yield) only.
@@ -709,6 +745,26 @@ impl Seg {
                 std::hint::spin_loop();
             }
         }
+    }
+    /// [`Seg::wait_all`] for a barrier (every rank stamps `k`, then waits): the ranks of
+    /// our CPU (every rank, not pinned) first, then those of the other CPU, looked at
+    /// [`REMOTE_SPIN`] turns before we yield ([`Seg::wait_word_remote`]): ours have stamped
+    /// `k` by then and wait for us or that CPU's ranks, so a yield would only hand them our
+    /// CPU to look and yield back.
+    fn wait_all_mates_first(&self, k: u64) {
+        let others = |remote: bool| {
+            (0..self.size).filter(move |&r| r != self.rank && self.remote[r] == remote)
+        };
+        for r in others(false).chain(others(true)) {
+            self.wait_word_remote(r, self.stamp(r, k), k);
+        }
+    }
+    /// Whether every other rank pinned to our CPU (`mates`, [`cpu_mates`]) has stamped blocking
+    /// collective `k`.
+    fn mates_stamped(&self, k: u64) -> bool {
+        self.mates
+            .iter()
+            .all(|&r| self.stamp(r, k).load(Ordering::Acquire) >= k)
     }
     /// Wait for every other rank's stamp of collective `k`.
     fn wait_all(&self, k: u64) {
@@ -1013,20 +1069,35 @@ impl Seg {
         }
         let k = self.next();
         if self.rank == 0 {
-            self.wait_all(k);
+            self.wait_all_mates_first(k);
             self.post(k, &[]);
         } else {
             self.post(k, &[]);
-            self.wait_word(self.stamp(0, k), k);
+            // Rank 0 pinned to the other CPU: while the ranks of ours have arrived too
+            // (they wait for its release as we do), look again rather than yield our CPU
+            // to one of them, which would look and yield back (np=4 cyclic: ranks 1 and 3
+            // took turns so until the release, and the first to run after it saw it late).
+            let w = self.stamp(0, k);
+            if self.remote[0] {
+                self.wait_until_or_look(
+                    0,
+                    self.spin_first,
+                    || w.load(Ordering::Acquire) >= k,
+                    || self.mates_stamped(k),
+                );
+            } else {
+                self.wait_word(w, k);
+            }
         }
         self.finish(k);
     }
 
-    /// Barrier of equals: every rank posts its stamp and waits for every other rank's.
+    /// Barrier of equals: every rank posts its stamp and waits for every other rank's
+    /// (those of our CPU first, [`Seg::wait_all_mates_first`]).
     fn meet(&self) {
         let k = self.next();
         self.post(k, &[]);
-        self.wait_all(k);
+        self.wait_all_mates_first(k);
         self.finish(k);
     }
 
@@ -2556,5 +2627,19 @@ mod remote_ranks_tests {
         // A rank not pinned (0) is never remote, nor is anybody to it.
         assert_eq!(remote_ranks(&[1, 0, 2], 0), [false, false, true]);
         assert_eq!(remote_ranks(&[1, 0, 2], 1), [false, false, false]);
+    }
+
+    #[test]
+    fn mates_are_the_ranks_of_our_cpu_when_it_has_at_most_two() {
+        use super::cpu_mates;
+        // np=4 cyclic (CPUs 0, 1, 0, 1 as plus one) and block.
+        assert_eq!(cpu_mates(&[1, 2, 1, 2], 1), [3]);
+        assert_eq!(cpu_mates(&[1, 2, 1, 2], 2), [0]);
+        assert_eq!(cpu_mates(&[1, 1, 2, 2], 3), [2]);
+        // Alone on our CPU (np=3): none.
+        assert_eq!(cpu_mates(&[1, 2, 2], 0), [0usize; 0]);
+        // Crowded (np=8 block) or not pinned: none.
+        assert_eq!(cpu_mates(&[1, 1, 1, 1, 2, 2, 2, 2], 0), [0usize; 0]);
+        assert_eq!(cpu_mates(&[0, 0, 1, 1], 0), [0usize; 0]);
     }
 }
