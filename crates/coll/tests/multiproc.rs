@@ -211,6 +211,13 @@ fn ring_cells_np2() {
 fn scatterv_invalid_root_args_np3() {
     run(3, "sv-invalid", SM);
 }
+/// Rooted posts of at least `AHEAD_MIN` bytes into a ring cell or a nonblocking buffer have
+/// their root ask for the next collective's lines once, at its next wait; smaller posts and
+/// allgathers not ([`ask_ahead_suite`]).
+#[test]
+fn ask_ahead_np2() {
+    run(2, "ask-ahead", SM);
+}
 #[test]
 fn ring_cells_yielding_np3() {
     run(3, "ring", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -869,6 +876,10 @@ fn rank_entry() {
         "ring" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             ring_suite(&w);
+        }
+        "ask-ahead" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            ask_ahead_suite(&w);
         }
         "sv-invalid" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -3796,6 +3807,109 @@ fn scatterv_draws(c: &CollComm, budget: impl Fn(&mut Rng) -> usize) {
 /// `NBUF - 1` collectives) and a reader now and then late by a millisecond, so that a cell
 /// written again too early, or read at the wrong place, hands some rank other bytes. Every
 /// call is checked to have run on the segment.
+/// On 2 ranks, root 0: each case runs one collective (its data checked), then rank 1 comes
+/// late to a barrier (rank 0 waits there) and both meet in a second one; rank 0 must have
+/// asked for the next cell or buffer exactly once after a bcast, scatter, scatterv (ring
+/// cells) and iscatterv (its nonblocking buffer) of at least `AHEAD_MIN` bytes, and never
+/// after one byte less or after an allgather (both ranks write and read: demoting and
+/// asking measured slower there); rank 1, which posts nothing rooted, never.
+fn ask_ahead_suite(c: &CollComm) {
+    use oxmpi_coll::sm::{self, SmKind, AHEAD_MIN, LANE_MAX};
+    let r = c.rank as usize;
+    assert_eq!(c.size, 2, "ask-ahead runs on 2 ranks");
+    let seg = sm::get(c, Coll::Bcast).unwrap().expect("a segment");
+    let case = |what: &str, run: &mut dyn FnMut(), asks: u64| {
+        let before = seg.asks_ahead();
+        run();
+        if r == 1 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        select::barrier(c).unwrap();
+        select::barrier(c).unwrap();
+        let want = if r == 0 { asks } else { 0 };
+        assert_eq!(seg.asks_ahead() - before, want, "{what}: asks on rank {r}");
+    };
+    let sizes = [AHEAD_MIN - 1, AHEAD_MIN, 4096, LANE_MAX + 1];
+    for (it, n) in sizes.into_iter().enumerate() {
+        let it = 500 + it as u64;
+        let big = u64::from(n >= AHEAD_MIN);
+        case(
+            &format!("bcast {n}"),
+            &mut || {
+                let data = contrib(n, it, 0, 61);
+                let mut buf = if r == 0 { data.clone() } else { vec![0u8; n] };
+                select::bcast(c, &mut buf, 0).unwrap();
+                assert!(buf == data, "bcast {n}: rank {r}");
+            },
+            big,
+        );
+        // Scatter: rank 1's block is all that is posted.
+        case(
+            &format!("scatter {n}"),
+            &mut || {
+                let send: Vec<u8> = if r == 0 {
+                    (0..2).flat_map(|i| contrib(n, it, i, 62)).collect()
+                } else {
+                    Vec::new()
+                };
+                let mut got = vec![0u8; n];
+                select::scatter(c, &send, Some(&mut got), n, 0).unwrap();
+                assert!(got == contrib(n, it, r, 62), "scatter {n}: rank {r}");
+            },
+            big,
+        );
+        // Scatterv: rank 1's block in the ring cell, the root's own not posted.
+        case(
+            &format!("scatterv {n}"),
+            &mut || {
+                let xs: Vec<Vec<u8>> = (0..2).map(|i| contrib(n, it, i, 63)).collect();
+                let full = xs.concat();
+                let (counts, displs) = ([n, n], [0, n]);
+                let (src, gc, gd): (&[u8], &[usize], &[usize]) = if r == 0 {
+                    (&full, &counts, &displs)
+                } else {
+                    (&[], &[], &[])
+                };
+                let mut got = vec![0u8; n];
+                select::scatterv(c, (src, gc, gd), Some(&mut got[..]), 0).unwrap();
+                assert!(got == xs[r], "scatterv {n}: rank {r}");
+            },
+            big,
+        );
+        // Iscatterv: the root posts rank 1's block in its nonblocking buffer.
+        case(
+            &format!("iscatterv {n}"),
+            &mut || {
+                let xs: Vec<Vec<u8>> = (0..2).map(|i| contrib(n, it, i, 64)).collect();
+                let kind = SmKind::Scatterv {
+                    root: 0,
+                    counts: vec![n, n],
+                    displs: vec![0, n],
+                    far: 0,
+                };
+                let mut src = if r == 0 { xs.concat() } else { Vec::new() };
+                let mut got = vec![0u8; n];
+                light_run(c, &seg, kind, (&mut src, &mut got)).unwrap();
+                assert!(got == xs[r], "iscatterv {n}: rank {r}");
+            },
+            big,
+        );
+        // Allgather: every rank posts its block in its ring cell; nobody asks.
+        case(
+            &format!("allgather {n}"),
+            &mut || {
+                let own = contrib(n, it, r, 65);
+                let mut all = vec![0u8; 2 * n];
+                select::allgather(c, &mut all, n, Some(&own)).unwrap();
+                for (i, got) in all.chunks_exact(n).enumerate() {
+                    assert!(got == contrib(n, it, i, 65), "allgather {n}, block {i}");
+                }
+            },
+            0,
+        );
+    }
+}
+
 fn ring_suite(c: &CollComm) {
     use oxmpi_coll::base::stats::{runs, Alg};
     use oxmpi_coll::sm::{DATA, LANE_MAX, RING_CELLS};

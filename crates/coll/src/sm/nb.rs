@@ -1267,8 +1267,15 @@ impl SmNb {
                             &far_block,
                         );
                     share_post = share;
+                    // The other ranks' blocks, when all of them fit our buffer.
+                    let posted: usize = counts
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(r, &c)| (r != me).then_some(c))
+                        .sum();
+                    let posted = if posted <= CAP { posted } else { 0 };
                     me != *root
-                        || seg.try_post_with(k, |b| {
+                        || seg.try_post_with_n(k, posted, |b| {
                             let at = (me, p, scatterv_max(p), *far);
                             // SAFETY: `b` is our buffer's `CAP >= DATA` bytes.
                             unsafe {
