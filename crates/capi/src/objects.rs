@@ -215,7 +215,10 @@ pub(crate) struct Datatype {
     pub blocks: Vec<Block>,
     pub committed: bool,
     pub predefined: bool,
-    pub name: String,
+    /// The name (`MPI_Type_get_name`): borrowed for a predefined type and for a duplicate
+    /// of one (`MPI_Type_dup` copies the name: no allocation for mpi4py's dups of basic
+    /// types), owned once `MPI_Type_set_name` gives it one.
+    pub name: std::borrow::Cow<'static, str>,
     pub combiner: c_int,
     pub ints: Vec<c_int>,
     pub aints: Vec<isize>,
