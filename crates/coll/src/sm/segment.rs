@@ -3,6 +3,7 @@
 
 use super::bell::{Bell, SysFutex};
 use crate::{CollComm, Result};
+use oxmpi_engine::ring::{demote_lines, prefetch_lines};
 use oxmpi_engine::sys::Mapping;
 use oxmpi_engine::{cma_copy, Cma, Engine};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -207,54 +208,6 @@ const RING_SLOT: usize = RING_CELLS as usize * BUF;
 /// (np=2 4 KiB 1.04 times) and with both 1.08 times.
 pub const AHEAD_MIN: usize = 1024;
 
-/// Runs `hint` on the address of each cache line that `[p, p + n)` touches.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn each_line(p: *const u8, n: usize, hint: impl Fn(usize)) {
-    let mut a = p as usize & !(LINE - 1);
-    while a < p as usize + n {
-        hint(a);
-        a += LINE;
-    }
-}
-
-/// Asks for ownership (`prefetchw`) of each cache line of `[p, p + n)`: a hint.
-#[inline]
-fn ask_lines(p: *const u8, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    each_line(p, n, |a| {
-        // SAFETY: `prefetchw` is a hint: it does not fault on any address, writes no
-        // memory and leaves flags and stack alone (a NOP on CPUs without it).
-        unsafe {
-            std::arch::asm!(
-                "prefetchw [{0}]",
-                in(reg) a,
-                options(nostack, preserves_flags, readonly)
-            )
-        };
-    });
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, n);
-}
-
-/// Moves each cache line of `[p, p + n)` to the shared cache (`cldemote`): a hint.
-#[inline]
-fn demote_lines(p: *const u8, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    each_line(p, n, |a| {
-        // SAFETY: `cldemote` is a hint: it does not fault on any address, writes no
-        // memory and leaves flags and stack alone (a NOP on CPUs without it).
-        unsafe {
-            std::arch::asm!(
-                "cldemote [{0}]",
-                in(reg) a,
-                options(nostack, preserves_flags, readonly)
-            )
-        };
-    });
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, n);
-}
 const _: () = assert!(RING_CELLS >= NBUF);
 
 /// Largest block of a rank that a gatherv posts on the segment (all of its buffer after
@@ -873,7 +826,7 @@ impl Seg {
         let n = self.ring_ahead.load(Ordering::Relaxed);
         if n != 0 {
             self.ring_ahead.store(0, Ordering::Relaxed);
-            ask_lines(
+            prefetch_lines(
                 self.ring(self.rank, self.seq.load(Ordering::Relaxed) + 1),
                 n,
             );
@@ -883,7 +836,7 @@ impl Seg {
         if n != 0 {
             self.nb_ahead.store(0, Ordering::Relaxed);
             let next = self.nb_seq.load(Ordering::Relaxed) + 1;
-            ask_lines(self.nb_buf(self.rank, next), 8 + n);
+            prefetch_lines(self.nb_buf(self.rank, next), 8 + n);
             self.count_ask();
         }
     }

@@ -125,9 +125,10 @@ fn each_line(p: *const u8, n: usize, hint: impl Fn(usize)) {
 }
 
 /// Asks for ownership (`prefetchw`) of each cache line that `[p, p + n)` touches. A hint:
-/// it never faults and changes no memory; a no-op off x86-64 and under loom.
+/// it never faults and changes no memory; a no-op off x86-64 and under loom. Public for
+/// the collectives' segment, which asks for its next ring cell the same way.
 #[inline(always)]
-fn prefetch_lines(p: *const u8, n: usize) {
+pub fn prefetch_lines(p: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     each_line(p, n, |a| {
         // SAFETY: `prefetchw` is a hint: it does not fault on any address, writes no
@@ -151,9 +152,10 @@ pub const DEMOTE_MIN: usize = 1024;
 
 /// Asks the core to move each cache line that `[p, p + n)` touches to the shared cache
 /// (`cldemote`). A hint: it never faults and changes no memory; a no-op off x86-64 and
-/// under loom (and a NOP on CPUs without it).
+/// under loom (and a NOP on CPUs without it). Public for the collectives' segment, which
+/// demotes a rooted post the same way.
 #[inline(always)]
-fn demote_lines(p: *const u8, n: usize) {
+pub fn demote_lines(p: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     each_line(p, n, |a| {
         // SAFETY: `cldemote` is a hint: it does not fault on any address, writes no
