@@ -62,7 +62,7 @@ pub fn exec_error(bytes: &[u8]) -> Option<io::Error> {
     Some(io::Error::from_raw_os_error(i32::from_ne_bytes(b)))
 }
 
-/// Fork and exec `spec`. The child is in its own session and process group, dies with mpirun
+/// Fork and exec `spec`. The child is in its own process group, dies with mpirun
 /// (`PR_SET_PDEATHSIG`), has default signal dispositions and an empty signal mask.
 pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let program = cstr(spec.program.as_os_str().as_bytes())?;
@@ -132,14 +132,7 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
                 libc::write(fd, b.as_ptr().cast(), 4);
                 libc::_exit(127)
             };
-            // A session of its own (hence its own process group, as before): with the
-            // kernel's autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`,
-            // on on the benchmark machine) CPU time is shared between sessions, so ranks left
-            // in mpirun's session split one share between them on a busy machine (mpi4py's
-            // test_util_dtlib at np=2 beside other jobs: 2.3-2.8x MPICH's wall time, whose
-            // launcher gives every rank a session of its own). Cannot fail: the forked
-            // child is no process group leader.
-            libc::setsid();
+            libc::setpgid(0, 0);
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                 fail(fd_stat);
             }
@@ -230,37 +223,6 @@ mod tests {
         assert!(read_all(&s.exec_status).is_empty());
         assert_eq!(read_all(&s.stdout), b"bar\n/\n");
         assert_eq!(read_all(&s.stderr), b"e\n");
-        assert_eq!(wait(s.pid).unwrap(), ChildStatus::Exited(0));
-    }
-
-    /// The child leads a session of its own (its own scheduling autogroup), hence also a
-    /// process group of its own (which mpirun signals).
-    #[test]
-    fn the_child_leads_its_own_session_and_process_group() {
-        let argv = [
-            "sh".to_string(),
-            "-c".into(),
-            "cut -d' ' -f5,6 /proc/$$/stat".into(),
-        ];
-        let s = spawn(&SpawnSpec {
-            program: Path::new("/bin/sh"),
-            argv: &argv,
-            env: Vec::new(),
-            cwd: None,
-            stdin_pipe: false,
-            cpus: None,
-            keep_fd: None,
-            nofile: None,
-        })
-        .unwrap();
-        assert!(read_all(&s.exec_status).is_empty());
-        let out = String::from_utf8(read_all(&s.stdout)).unwrap();
-        assert_eq!(
-            out.trim(),
-            format!("{0} {0}", s.pid),
-            "pgid and sid of {}",
-            s.pid
-        );
         assert_eq!(wait(s.pid).unwrap(), ChildStatus::Exited(0));
     }
 
