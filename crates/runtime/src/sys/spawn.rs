@@ -206,24 +206,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runs_with_given_env_cwd_and_pipes() {
-        let argv = [
-            "sh".to_string(),
-            "-c".into(),
-            "echo $FOO; pwd; echo e >&2".into(),
-        ];
+    /// Spawns `sh -c script` with environment `env` in `cwd`; its exec succeeded.
+    fn sh(script: &str, env: Vec<(OsString, OsString)>, cwd: Option<&Path>) -> Spawned {
+        let argv = ["sh".to_string(), "-c".into(), script.into()];
         let s = spawn(&SpawnSpec {
             program: Path::new("/bin/sh"),
             argv: &argv,
-            env: vec![("FOO".into(), "bar".into())],
-            cwd: Some(Path::new("/")),
+            env,
+            cwd,
             stdin_pipe: false,
             cpus: None,
             keep_fd: None,
             nofile: None,
         })
         .unwrap();
+        assert!(read_all(&s.exec_status).is_empty());
+        s
+    }
+
+    #[test]
+    fn runs_with_given_env_cwd_and_pipes() {
+        let s = sh(
+            "echo $FOO; pwd; echo e >&2",
+            vec![("FOO".into(), "bar".into())],
+            Some(Path::new("/")),
+        );
         assert!(read_all(&s.exec_status).is_empty());
         assert_eq!(read_all(&s.stdout), b"bar\n/\n");
         assert_eq!(read_all(&s.stderr), b"e\n");
@@ -234,23 +241,7 @@ mod tests {
     /// session, hence in our scheduling autogroup: see the comment at `setpgid`.
     #[test]
     fn the_child_leads_its_own_process_group_in_our_session() {
-        let argv = [
-            "sh".to_string(),
-            "-c".into(),
-            "cut -d' ' -f5,6 /proc/$$/stat".into(),
-        ];
-        let s = spawn(&SpawnSpec {
-            program: Path::new("/bin/sh"),
-            argv: &argv,
-            env: Vec::new(),
-            cwd: None,
-            stdin_pipe: false,
-            cpus: None,
-            keep_fd: None,
-            nofile: None,
-        })
-        .unwrap();
-        assert!(read_all(&s.exec_status).is_empty());
+        let s = sh("cut -d' ' -f5,6 /proc/$$/stat", Vec::new(), None);
         let out = String::from_utf8(read_all(&s.stdout)).unwrap();
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
         let ours = stat.rsplit(')').next().unwrap().split(' ').nth(4).unwrap();
