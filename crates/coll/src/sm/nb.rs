@@ -1267,15 +1267,22 @@ impl SmNb {
                             &far_block,
                         );
                     share_post = share;
-                    // The other ranks' blocks, when all of them fit our buffer.
-                    let posted: usize = counts
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(r, &c)| (r != me).then_some(c))
-                        .sum();
-                    let posted = if posted <= CAP { posted } else { 0 };
+                    // The root's post: the other ranks' blocks, when all of them fit
+                    // our buffer (only the root posts: the others skip the sum).
+                    let posted = || {
+                        let n: usize = counts
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(r, &c)| (r != me).then_some(c))
+                            .sum();
+                        if n <= CAP {
+                            n
+                        } else {
+                            0
+                        }
+                    };
                     me != *root
-                        || seg.try_post_with_n(k, posted, |b| {
+                        || seg.try_post_with_n(k, posted(), |b| {
                             let at = (me, p, scatterv_max(p), *far);
                             // SAFETY: `b` is our buffer's `CAP >= DATA` bytes.
                             unsafe {
