@@ -104,6 +104,9 @@ pub struct Config {
     pub overhead: bool,
     /// Loops of the overhead section's mpi4py ring.
     pub ring_loops: u32,
+    /// `--mpi4py-pingpong`: measure only the mpi4py ping-pong rows (and the physical
+    /// probes) of the default suite.
+    pub pingpong_only: bool,
 }
 
 impl Config {
@@ -210,6 +213,9 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
                        --mpi4py-suite the timeout of each module, 300 s)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
+  --mpi4py-pingpong    measure only the mpi4py ping-pong rows (and the physical
+                       probes), the mode's repetitions interleaved as usual;
+                       output target/oxmpi-bench/mpi4py-pingpong unless --out
   --apps, --no-apps    time (or not) Debian's MPICH-built applications (ScaLAPACK
                        testers, a parallel HDF5 Fortran program) under MPICH
                        and under oxmpi, np=2 (default: on in --full and --smoke)
@@ -288,6 +294,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut modules = None;
     let mut mopts = crate::matrix::MatrixArgs::default();
     let mut overhead = false;
+    let mut pingpong_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -350,6 +357,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--mpi4py-suite" => suite4py = true,
             "--modules" => modules = Some(val("--modules")?),
             "--overhead" => overhead = true,
+            "--mpi4py-pingpong" => pingpong_only = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -388,6 +396,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             suite4py: None,
             overhead: false,
             ring_loops: 200,
+            pingpong_only: false,
         },
         Mode::Quick => Config {
             mode,
@@ -421,6 +430,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             suite4py: None,
             overhead: false,
             ring_loops: 5000,
+            pingpong_only: false,
         },
         Mode::Full => Config {
             mode,
@@ -454,6 +464,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             suite4py: None,
             overhead: false,
             ring_loops: 50000,
+            pingpong_only: false,
         },
     };
     if [matrix, scale, suite4py].iter().filter(|x| **x).count() > 1 {
@@ -522,6 +533,19 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.install_oxmpi = install_oxmpi;
     if no_mpi4py {
         c.mpi4py_args.clear();
+    }
+    if pingpong_only {
+        if matrix || scale || suite4py || overhead || no_mpi4py {
+            return Err(format!(
+                "--mpi4py-pingpong goes with none of --collectives, --scale, --mpi4py-suite, --overhead and --no-mpi4py\n{USAGE}"
+            ));
+        }
+        c.pingpong_only = true;
+        c.apps = false;
+        if !out_given {
+            // not over the committed report
+            c.out = target.join("mpi4py-pingpong");
+        }
     }
     c.overhead = overhead;
     if overhead && !out_given && c.mode != Mode::Smoke {
@@ -616,6 +640,13 @@ mod tests {
         );
         let o = parse_args(&args(&["--overhead", "--out", "x"]), root).unwrap();
         assert_eq!(o.out, Path::new("x"));
+        let p = parse_args(&args(&["--full", "--mpi4py-pingpong"]), root).unwrap();
+        assert!(p.pingpong_only && !p.apps && !f.pingpong_only);
+        assert_eq!(p.out, Path::new("/r/target/oxmpi-bench/mpi4py-pingpong"));
+        assert!(!p.mpi4py_args.is_empty());
+        for other in ["--no-mpi4py", "--overhead", "--scale", "--mpi4py-suite"] {
+            assert!(parse_args(&args(&["--mpi4py-pingpong", other]), root).is_err());
+        }
     }
 
     #[test]

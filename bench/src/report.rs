@@ -134,6 +134,9 @@ pub struct Meta {
     pub versions: String,
     /// Wall time of the whole run, seconds.
     pub duration_s: f64,
+    /// The command line's flag that chose a part of the suite (` --mpi4py-pingpong`), or
+    /// empty.
+    pub flag: String,
 }
 
 /// Rows plus the synthetic `ompi-best` (better of Open MPI's settings per
@@ -402,7 +405,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         imps.push("ompi-best".into());
     }
     let mut o = String::new();
-    header(&mut o, "oxmpi benchmark report", "", meta, res);
+    header(&mut o, "oxmpi benchmark report", &meta.flag, meta, res);
     o.push_str(
         "How to read: every cell is the median over repetitions of each run's median, with \
          [min–max over repetitions]. Ratios are *speed* ratios (> 1 means the first is better: faster, \

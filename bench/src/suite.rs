@@ -1338,6 +1338,21 @@ impl<'a> Runner<'a> {
     /// One repetition: physical limits, then every implementation in turn.
     pub fn repetition(&mut self, rep: u32, impls: &[Prepared]) {
         self.physical(rep);
+        if self.cfg.pingpong_only {
+            for p in impls {
+                if p.imp.spawn_only || p.imp.pt2pt_only || p.imp.overhead_only {
+                    continue;
+                }
+                eprintln!(
+                    "bench: rep {} / {}: {} mpi4py ping-pong",
+                    rep + 1,
+                    self.cfg.reps,
+                    p.imp.name
+                );
+                self.mpi4py(rep, p);
+            }
+            return;
+        }
         for p in impls {
             eprintln!("bench: rep {} / {}: {}", rep + 1, self.cfg.reps, p.imp.name);
             if p.imp.spawn_only {
