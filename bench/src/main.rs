@@ -116,6 +116,7 @@ fn meta(cfg: &Config, root: &Path) -> report::Meta {
         ),
         versions,
         duration_s: 0.0,
+        pingpong: cfg.mpi4py,
         flag: if cfg.pingpong_only {
             " --mpi4py-pingpong".into()
         } else {
@@ -252,9 +253,18 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         Vec::new()
     };
     let mut runner = Runner::new(cfg, probes, res);
-    if !cfg.mpi4py_args.is_empty() {
+    if cfg.mpi4py.is_some() {
         match suite::setup_mpi4py(cfg) {
-            Ok(py) => runner.python = Some(py),
+            Ok(py) => {
+                // mpi4py.bench's buffers are NumPy arrays when it can import numpy (a
+                // user's usual set-up), else bytearrays: the same for every run
+                if let Err(e) = suite4py::ensure_numpy(&py) {
+                    runner.res.notes.push(format!(
+                        "mpi4py ping-pong with bytearray buffers (no numpy: {e})"
+                    ));
+                }
+                runner.python = Some(py);
+            }
             Err(e) => runner
                 .res
                 .notes
