@@ -7,9 +7,10 @@ time of the timed round trips, by `MPI.Wtime`). One size per call, so that each 
 a time budget rather than mpi4py's fixed counts (which leave 32 KiB-1 MiB with 200 round
 trips, a few milliseconds, in the harness's full mode):
 
-* calibration: per size, three calls of 10 round trips (2 warm-ups); rank 0 takes the
-  fastest and sets the size's round trips to fill --budget seconds (at least MIN_LOOPS,
-  at most MAX_LOOPS), the same on both ranks (broadcast);
+* calibration: per size, calls of 10, 40, 160 ... round trips (2 warm-ups) until one
+  lasts an eighth of --budget; from its mean rank 0 sets the size's round trips to fill
+  --budget seconds (at least MIN_LOOPS, at most MAX_LOOPS), the same on both ranks
+  (broadcast);
 * then --samples rounds, each over every size in mpi4py's order (ascending, as a user's
   sweep: a size follows the one below it; --order down for the other way), each call
   with a tenth of its round trips (at least 2) as warm-ups first. After each call rank 0
@@ -57,7 +58,17 @@ def main():
 
     loops = {}
     for n in sizes:
-        t = min(mean(n, 10, 2) for _ in range(3))
+        # 10 round trips, 4 times more until a call lasts an eighth of the budget: a size's
+        # first transfers are cold (page faults, a mechanism's first pass; 16 KiB after
+        # 8 KiB measured 15.8 us one way in its first three calls of 10 against 2.8 later,
+        # and got a fifth of its budget)
+        count = 10
+        while True:
+            t = mean(n, count, 2)
+            more = comm.bcast(2 * t * count < o.budget / 8 and count < MAX_LOOPS, root=0)
+            if not more:
+                break
+            count *= 4
         want = int(o.budget / (2 * t)) if t > 0 else MAX_LOOPS
         loops[n] = comm.bcast(max(MIN_LOOPS, min(MAX_LOOPS, want)), root=0)
     for k in range(o.samples):
