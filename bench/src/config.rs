@@ -77,8 +77,8 @@ pub struct Config {
     pub fill_budget: bool,
     /// Longest total time spent waiting for a quiet machine over the run.
     pub quiet_wait_total: Duration,
-    /// Arguments of `python -m mpi4py.bench pingpong` (empty: mpi4py not run).
-    pub mpi4py_args: Vec<String>,
+    /// The mpi4py ping-pong rows (`None`: not run).
+    pub mpi4py: Option<PingpongOpts>,
     /// Measurement time budget: no new repetition starts if it would likely
     /// end past it (the first repetition always runs).
     pub budget: Option<Duration>,
@@ -104,6 +104,9 @@ pub struct Config {
     pub overhead: bool,
     /// Loops of the overhead section's mpi4py ring.
     pub ring_loops: u32,
+    /// `--mpi4py-pingpong`: measure only the mpi4py ping-pong rows (and the physical
+    /// probes) of the default suite.
+    pub pingpong_only: bool,
 }
 
 impl Config {
@@ -154,28 +157,42 @@ pub fn sizes(base: u64, max: u64) -> Vec<u64> {
     v
 }
 
-/// `mpi4py.bench pingpong` arguments: max size, then loop/skip counts for
-/// small, large (> 8 KiB) and huge (> 1 MiB) messages.
-fn m4(max: &str, lp: &str, sk: &str, ll: &str, sl: &str, lh: &str, sh: &str) -> Vec<String> {
-    [
-        "-n",
-        max,
-        "-l",
-        lp,
-        "-s",
-        sk,
-        "--loop-large",
-        ll,
-        "--skip-large",
-        sl,
-        "--loop-huge",
-        lh,
-        "--skip-huge",
-        sh,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+/// How the mpi4py ping-pong rows are measured (`bench/py/mpi4py_pingpong.py`: mpi4py's
+/// own `mpi4py.bench` ping-pong, one size per call): sizes 1 B to `max_size` in powers
+/// of 2, every size's round trips calibrated to fill `budget_s` seconds, `samples` rounds
+/// over all sizes per launch, the row the median of the rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PingpongOpts {
+    /// Largest message (bytes).
+    pub max_size: u64,
+    /// Time budget of one size in one round (seconds).
+    pub budget_s: f64,
+    /// Rounds per launch.
+    pub samples: u32,
+}
+
+impl PingpongOpts {
+    /// The driver's command-line arguments.
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            "--max-size".into(),
+            self.max_size.to_string(),
+            "--budget".into(),
+            self.budget_s.to_string(),
+            "--samples".into(),
+            self.samples.to_string(),
+        ]
+    }
+}
+
+/// The ping-pong rows' settings: up to `max_size`, `budget_s` per size and round,
+/// `samples` rounds.
+fn pp(max_size: u64, budget_s: f64, samples: u32) -> Option<PingpongOpts> {
+    Some(PingpongOpts {
+        max_size,
+        budget_s,
+        samples,
+    })
 }
 
 /// Usage text.
@@ -210,6 +227,9 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
                        --mpi4py-suite the timeout of each module, 300 s)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
+  --mpi4py-pingpong    measure only the mpi4py ping-pong rows (and the physical
+                       probes), the mode's repetitions interleaved as usual;
+                       output target/oxmpi-bench/mpi4py-pingpong unless --out
   --apps, --no-apps    time (or not) Debian's MPICH-built applications (ScaLAPACK
                        testers, a parallel HDF5 Fortran program) under MPICH
                        and under oxmpi, np=2 (default: on in --full and --smoke)
@@ -288,6 +308,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut modules = None;
     let mut mopts = crate::matrix::MatrixArgs::default();
     let mut overhead = false;
+    let mut pingpong_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -350,6 +371,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--mpi4py-suite" => suite4py = true,
             "--modules" => modules = Some(val("--modules")?),
             "--overhead" => overhead = true,
+            "--mpi4py-pingpong" => pingpong_only = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -378,7 +400,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             op_budget: 0.2,
             fill_budget: false,
             quiet_wait_total: Duration::ZERO,
-            mpi4py_args: m4("65536", "20", "5", "5", "1", "2", "1"),
+            mpi4py: pp(65536, 0.002, 2),
             budget: None,
             compare: None,
             compare_with: None,
@@ -388,6 +410,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             suite4py: None,
             overhead: false,
             ring_loops: 200,
+            pingpong_only: false,
         },
         Mode::Quick => Config {
             mode,
@@ -411,7 +434,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             op_budget: 0.5,
             fill_budget: false,
             quiet_wait_total: Duration::ZERO,
-            mpi4py_args: m4("4194304", "300", "30", "30", "3", "5", "1"),
+            mpi4py: pp(4 << 20, 0.02, 3),
             budget: Some(Duration::from_secs(150)),
             compare: None,
             compare_with: None,
@@ -421,6 +444,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             suite4py: None,
             overhead: false,
             ring_loops: 5000,
+            pingpong_only: false,
         },
         Mode::Full => Config {
             mode,
@@ -444,7 +468,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             op_budget: 0.6,
             fill_budget: false,
             quiet_wait_total: Duration::from_secs(180),
-            mpi4py_args: m4("4194304", "2000", "100", "200", "20", "20", "2"),
+            mpi4py: pp(4 << 20, 0.05, 5),
             budget: Some(Duration::from_secs(20 * 60)),
             compare: None,
             compare_with: None,
@@ -454,6 +478,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             suite4py: None,
             overhead: false,
             ring_loops: 50000,
+            pingpong_only: false,
         },
     };
     if [matrix, scale, suite4py].iter().filter(|x| **x).count() > 1 {
@@ -521,7 +546,20 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.install_peers = install;
     c.install_oxmpi = install_oxmpi;
     if no_mpi4py {
-        c.mpi4py_args.clear();
+        c.mpi4py = None;
+    }
+    if pingpong_only {
+        if matrix || scale || suite4py || overhead || no_mpi4py {
+            return Err(format!(
+                "--mpi4py-pingpong goes with none of --collectives, --scale, --mpi4py-suite, --overhead and --no-mpi4py\n{USAGE}"
+            ));
+        }
+        c.pingpong_only = true;
+        c.apps = false;
+        if !out_given {
+            // not over the committed report
+            c.out = target.join("mpi4py-pingpong");
+        }
     }
     c.overhead = overhead;
     if overhead && !out_given && c.mode != Mode::Smoke {
@@ -574,12 +612,15 @@ mod tests {
         assert!(s.out.starts_with("/r/target"));
         let f = parse_args(&args(&["--full", "--no-install", "--out", "x"]), root).unwrap();
         assert_eq!((f.mode, f.install_peers), (Mode::Full, false));
+        let pf = f.mpi4py.unwrap();
+        assert_eq!(pf.max_size, 4 << 20);
         assert_eq!(
-            f.mpi4py_args[..2],
-            ["-n".to_string(), "4194304".to_string()]
+            pf.args()[..4],
+            ["--max-size", "4194304", "--budget", "0.05"]
         );
+        assert!(pf.samples >= 5, "the median of several rounds per launch");
         let n = parse_args(&args(&["--no-mpi4py", "--install-oxmpi"]), root).unwrap();
-        assert!(n.mpi4py_args.is_empty());
+        assert!(n.mpi4py.is_none());
         assert!(n.install_oxmpi && !q.install_oxmpi);
         let r = parse_args(&args(&["--oxmpi-prefix", "rel/p"]), root).unwrap();
         assert!(r.oxmpi_prefix.is_absolute() && r.oxmpi_prefix.ends_with("rel/p"));
@@ -616,6 +657,13 @@ mod tests {
         );
         let o = parse_args(&args(&["--overhead", "--out", "x"]), root).unwrap();
         assert_eq!(o.out, Path::new("x"));
+        let p = parse_args(&args(&["--full", "--mpi4py-pingpong"]), root).unwrap();
+        assert!(p.pingpong_only && !p.apps && !f.pingpong_only);
+        assert_eq!(p.out, Path::new("/r/target/oxmpi-bench/mpi4py-pingpong"));
+        assert!(p.mpi4py.is_some());
+        for other in ["--no-mpi4py", "--overhead", "--scale", "--mpi4py-suite"] {
+            assert!(parse_args(&args(&["--mpi4py-pingpong", other]), root).is_err());
+        }
     }
 
     #[test]

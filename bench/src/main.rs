@@ -116,6 +116,12 @@ fn meta(cfg: &Config, root: &Path) -> report::Meta {
         ),
         versions,
         duration_s: 0.0,
+        pingpong: cfg.mpi4py,
+        flag: if cfg.pingpong_only {
+            " --mpi4py-pingpong".into()
+        } else {
+            String::new()
+        },
     }
 }
 
@@ -186,14 +192,19 @@ fn wanted(cfg: &Config, root: &Path, res: &mut Results) -> Vec<Impl> {
         if cfg.matrix.is_none()
             && cfg.scale_curves.is_none()
             && cfg.suite4py.is_none()
+            && !cfg.pingpong_only
             && wheel_wanted
         {
             v.extend(suite::mpich_wheel(cfg, root, &mut res.notes));
         }
     }
 
-    if cfg.matrix.is_some() || cfg.scale_curves.is_some() || cfg.suite4py.is_some() {
-        // the single-copy variants change only point-to-point paths
+    if cfg.matrix.is_some()
+        || cfg.scale_curves.is_some()
+        || cfg.suite4py.is_some()
+        || cfg.pingpong_only
+    {
+        // the single-copy variants change only point-to-point paths (and run no mpi4py)
         v.retain(|i| !i.pt2pt_only);
     }
     if let Some(only) = &cfg.only {
@@ -242,9 +253,18 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         Vec::new()
     };
     let mut runner = Runner::new(cfg, probes, res);
-    if !cfg.mpi4py_args.is_empty() {
+    if cfg.mpi4py.is_some() {
         match suite::setup_mpi4py(cfg) {
-            Ok(py) => runner.python = Some(py),
+            Ok(py) => {
+                // mpi4py.bench's buffers are NumPy arrays when it can import numpy (a
+                // user's usual set-up), else bytearrays: the same for every run
+                if let Err(e) = suite4py::ensure_numpy(&py) {
+                    runner.res.notes.push(format!(
+                        "mpi4py ping-pong with bytearray buffers (no numpy: {e})"
+                    ));
+                }
+                runner.python = Some(py);
+            }
             Err(e) => runner
                 .res
                 .notes
@@ -293,10 +313,9 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         }
     }
     meta.reps = done;
-    for ox in ready
-        .iter()
-        .filter(|p| p.imp.build == "oxmpi" && (!cfg.overhead || p.imp.name == "oxmpi"))
-    {
+    for ox in ready.iter().filter(|p| {
+        p.imp.build == "oxmpi" && (!cfg.overhead || p.imp.name == "oxmpi") && !cfg.pingpong_only
+    }) {
         runner.transport_report(ox);
     }
     let res = runner.res;
@@ -325,7 +344,7 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     let md_path = save(cfg, root, "report.md", md)?;
     finish(&res, &meta, &csv_path, &md_path, plots.len());
     if cfg.mode == Mode::Smoke {
-        smoke_check(&res, &csv_path, &md_path)?;
+        smoke_check(&res, &csv_path, &md_path, cfg.pingpong_only)?;
         if !apps.is_empty() {
             smoke_check_apps(&res, &md_path)?;
         }
@@ -444,7 +463,7 @@ fn compare_section(old: &Path, now: &[stats::Row]) -> Result<String, String> {
 
 /// Smoke mode: the harness worked end to end (something ran, was parsed and
 /// written). Never checks a measured value.
-fn smoke_check(res: &Results, csv: &Path, md: &Path) -> Result<(), String> {
+fn smoke_check(res: &Results, csv: &Path, md: &Path, pingpong_only: bool) -> Result<(), String> {
     let measured = res.rows.iter().filter(|r| r.imp != "machine").count();
     if measured == 0 {
         return Err(format!(
@@ -466,6 +485,20 @@ fn smoke_check(res: &Results, csv: &Path, md: &Path) -> Result<(), String> {
     let m = std::fs::read_to_string(md).map_err(|e| e.to_string())?;
     if !m.contains("## Summary") {
         return Err("smoke: report.md lacks its summary".into());
+    }
+    if pingpong_only {
+        // `--mpi4py-pingpong`: every implementation that ran has its rows
+        return match res.ran.iter().find(|i| {
+            !res.rows
+                .iter()
+                .any(|r| r.imp == i.name && r.test == "mpi4py_lat")
+        }) {
+            Some(i) => Err(format!(
+                "smoke: {} ran no mpi4py ping-pong ({:?})",
+                i.name, res.failures
+            )),
+            None => Ok(()),
+        };
     }
     // oxmpi's transport path per size comes from its verbose output: when
     // oxmpi ran, at least one size must have a path its trace lines name

@@ -581,7 +581,7 @@ pub fn configure(c: &mut Config, a: &MatrixArgs, target: &Path, root: &Path) -> 
         sets,
         placements,
     });
-    c.mpi4py_args.clear();
+    c.mpi4py = None;
     // Each sample fills its share of the measurement's budget (a fixed count of
     // sub-microsecond calls would be at the mercy of noise and leave the budget unused).
     c.fill_budget = true;
@@ -1188,7 +1188,7 @@ mod tests {
         let m = c.matrix.as_ref().unwrap();
         assert_eq!(m.nps, vec![2, 4, 8]);
         assert_eq!(c.out, Path::new("/r/docs/benchmarks/collectives"));
-        assert!(c.mpi4py_args.is_empty() && c.budget.is_some());
+        assert!(c.mpi4py.is_none() && c.budget.is_some());
         assert!(c.fill_budget, "the matrix calibrates its iterations");
         assert!(
             !crate::config::parse_args(&a(&[]), root)

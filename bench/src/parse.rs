@@ -312,22 +312,35 @@ pub fn busy_percent(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
     Some(100.0 * busy as f64 / total as f64)
 }
 
-/// `python -m mpi4py.bench pingpong` output → (size, one-way mean seconds, samples).
-/// Data lines look like `      1024     39.35 | 2.6024082e-05 ± 5.5254e-04    10000`.
-pub fn parse_mpi4py_pingpong(text: &str) -> Vec<(u64, f64, u32)> {
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .filter_map(|l| {
-            let (left, right) = l.split_once('|')?;
-            let size = left.split_whitespace().next()?.parse().ok()?;
-            let mut r = right.split_whitespace();
-            let mean: f64 = r.next()?.parse().ok()?;
-            let _pm = r.next()?;
-            let _sd = r.next()?;
-            let n = r.next()?.parse().ok()?;
-            Some((size, mean, n))
-        })
-        .collect()
+/// `bench/py/mpi4py_pingpong.py` output → per size, in the order first seen: (size,
+/// every round's mean one-way time in seconds, round trips per round). Its lines are
+/// `pingpong SIZE MEAN_SECONDS ROUND_TRIPS ROUND`; others are ignored.
+pub fn parse_mpi4py_rounds(text: &str) -> Vec<(u64, Vec<f64>, u32)> {
+    let mut v: Vec<(u64, Vec<f64>, u32)> = Vec::new();
+    for l in text.lines() {
+        let mut w = l.split_whitespace();
+        if w.next() != Some("pingpong") {
+            continue;
+        }
+        let parsed = (|| -> Option<(u64, f64, u32)> {
+            Some((
+                w.next()?.parse().ok()?,
+                w.next()?.parse().ok()?,
+                w.next()?.parse().ok()?,
+            ))
+        })();
+        let Some((size, mean, loops)) = parsed else {
+            continue;
+        };
+        match v.iter_mut().find(|x| x.0 == size) {
+            Some(x) => {
+                x.1.push(mean);
+                x.2 = loops;
+            }
+            None => v.push((size, vec![mean], loops)),
+        }
+    }
+    v
 }
 
 /// `python -m mpi4py.bench ringtest` output → (loops, seconds) from its line
@@ -590,13 +603,15 @@ RSS prog=oxbench rank=0 kb=281936
 
     #[test]
     fn mpi4py_and_ldd() {
-        let t = "# MPI PingPong Test\n# Size [B]  Bandwidth [MB/s] | Time Mean [s] \u{b1} StdDev [s]  Samples\n\
-                          1              0.04 | 2.3790011e-05 \u{b1} 4.8815e-04    10000\n\
-                    4194304            582.11 | 7.2053596e-03 \u{b1} 2.7232e-03       10\n\
-                 garbage | x\n";
+        let t = "# buffers numpy\npingpong 1 6.1e-07 40000 0\npingpong 4194304 2.4e-04 100 0\n\
+                 pingpong 1 6.3e-07 40000 1\npingpong x 1 1 1\npingpong 2 1e-6\n\
+                 pingpong 4194304 2.5e-04 100 1\n";
         assert_eq!(
-            parse_mpi4py_pingpong(t),
-            vec![(1, 2.3790011e-05, 10000), (4194304, 7.2053596e-03, 10)]
+            parse_mpi4py_rounds(t),
+            vec![
+                (1, vec![6.1e-07, 6.3e-07], 40000),
+                (4194304, vec![2.4e-04, 2.5e-04], 100)
+            ]
         );
         assert_eq!(
             parse_mpi4py_ringtest(

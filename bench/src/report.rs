@@ -134,6 +134,11 @@ pub struct Meta {
     pub versions: String,
     /// Wall time of the whole run, seconds.
     pub duration_s: f64,
+    /// The command line's flag that chose a part of the suite (` --mpi4py-pingpong`), or
+    /// empty.
+    pub flag: String,
+    /// How the mpi4py ping-pong rows were measured, if they were.
+    pub pingpong: Option<crate::config::PingpongOpts>,
 }
 
 /// Rows plus the synthetic `ompi-best` (better of Open MPI's settings per
@@ -402,7 +407,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         imps.push("ompi-best".into());
     }
     let mut o = String::new();
-    header(&mut o, "oxmpi benchmark report", "", meta, res);
+    header(&mut o, "oxmpi benchmark report", &meta.flag, meta, res);
     o.push_str(
         "How to read: every cell is the median over repetitions of each run's median, with \
          [min–max over repetitions]. Ratios are *speed* ratios (> 1 means the first is better: faster, \
@@ -463,7 +468,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     for (title, tests) in [
         ("Point-to-point latency (ping-pong, np=2)", &["lat"][..]),
         (
-            "mpi4py ping-pong (`python -m mpi4py.bench pingpong`, np=2; mean one-way time as mpi4py prints it)",
+            "mpi4py ping-pong (`mpi4py.bench`'s pingpong, np=2; median over a launch's rounds of mpi4py's mean one-way time)",
             &["mpi4py_lat"][..],
         ),
         (
@@ -488,6 +493,9 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
             continue;
         }
         let _ = writeln!(o, "## {title}\n");
+        if tests == ["mpi4py_lat"] {
+            pingpong_method(&mut o, meta.pingpong);
+        }
         let limit = tests
             .iter()
             .any(|t| ["lat", "bw", "allreduce", "startup", "mpi4py_lat"].contains(t));
@@ -631,6 +639,29 @@ pub fn header(o: &mut String, title: &str, flag: &str, meta: &Meta, res: &Result
         }
     );
     run_facts(o, meta, res);
+}
+
+/// How the mpi4py ping-pong rows were measured (`bench/py/mpi4py_pingpong.py`).
+fn pingpong_method(o: &mut String, pp: Option<crate::config::PingpongOpts>) {
+    let budget = pp.map_or(String::new(), |p| {
+        format!(
+            " ({} ms here) of round trips per size and round, {} rounds",
+            p.budget_s * 1e3,
+            p.samples
+        )
+    });
+    let _ = writeln!(
+        o,
+        "Method: mpi4py's own ping-pong (the `pingpong` function of `mpi4py.bench`, which \
+         `python -m mpi4py.bench pingpong` runs: `Send`/`Recv` of NumPy buffers allocated afresh \
+         for each size, a barrier, warm-ups, then the mean one-way time of the timed round trips) \
+         called one size at a time by `bench/py/mpi4py_pingpong.py` with a time budget{budget} \
+         per launch, every round over all sizes in mpi4py's ascending order (a size follows the \
+         one below it, as in a user's sweep), a tenth of the round trips as warm-ups before each; \
+         a cell is the median over repetitions (one launch each, the implementations \
+         interleaved) of each launch's median over its rounds. The CSV's `values` are a launch's \
+         rounds, `iters` the round trips of one round (calibrated per size and launch).\n"
+    );
 }
 
 /// The run's facts for a report header: date, commit, machine, peers,
@@ -956,6 +987,50 @@ mod tests {
         for empty in ["## mpi4py ping-pong", "## Bandwidth", "## Collectives"] {
             assert!(!md.contains(empty), "{empty}: {md}");
         }
+    }
+
+    /// The mpi4py ping-pong section says how its rows were measured (the budget and the
+    /// rounds of the run), above its table.
+    #[test]
+    fn mpi4py_pingpong_section_states_its_method() {
+        let res = Results {
+            rows: vec![
+                row(0, "oxmpi", "mpi4py_lat", 32768, 3.0, "us"),
+                row(0, "mpich", "mpi4py_lat", 32768, 4.5, "us"),
+            ],
+            ran: vec![
+                crate::impls::Impl::oxmpi(std::path::Path::new("/x")),
+                crate::impls::Impl::mpich(),
+            ],
+            ..Results::default()
+        };
+        let meta = Meta {
+            pingpong: Some(crate::config::PingpongOpts {
+                max_size: 1 << 20,
+                budget_s: 0.05,
+                samples: 5,
+            }),
+            flag: " --mpi4py-pingpong".into(),
+            mode: "full".into(),
+            ..Meta::default()
+        };
+        let md = markdown(&meta, &res, &[]);
+        assert!(
+            md.contains("`cargo xtask bench --mpi4py-pingpong --full`"),
+            "{md}"
+        );
+        let sec = &md[md.find("## mpi4py ping-pong").expect(&md)..];
+        let method = sec.lines().find(|l| l.starts_with("Method:")).expect(sec);
+        assert!(
+            method.contains("(50 ms here) of round trips per size and round, 5 rounds"),
+            "{method}"
+        );
+        let table = sec.find("| mpi4py_lat np=2 32 KiB (us) |").expect(sec);
+        assert!(sec.find("Method:").unwrap() < table);
+        assert!(
+            sec[table..].lines().next().unwrap().contains("1.50x"),
+            "{sec}"
+        );
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub fn configure(c: &mut Config, np: Option<Vec<u32>>, target: &Path, root: &Pat
         _ => (vec![2, 16, 64, 256], vec![2, 16, 64, 256]),
     };
     c.scale_curves = Some(ScaleOpts { nps, startup_np });
-    c.mpi4py_args.clear();
+    c.mpi4py = None;
     match c.mode {
         Mode::Smoke => {
             (c.reps, c.startup_runs) = (1, 1);

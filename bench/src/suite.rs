@@ -21,6 +21,9 @@ const MEMCPY_C: &str = include_str!("../c/memcpy_bw.c");
 const PINGPONG_C: &str = include_str!("../c/pingpong.c");
 const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
 const PIN_C: &str = include_str!("../c/pin.c");
+/// The mpi4py ping-pong rows' driver (mpi4py's own ping-pong, with a time budget per size
+/// and several rounds per launch).
+const MPI4PY_PINGPONG_PY: &str = include_str!("../py/mpi4py_pingpong.py");
 
 /// Busy % below which the machine counts as quiet (anchors.md §7).
 pub const QUIET_BUSY_PCT: f64 = 30.0;
@@ -1338,6 +1341,21 @@ impl<'a> Runner<'a> {
     /// One repetition: physical limits, then every implementation in turn.
     pub fn repetition(&mut self, rep: u32, impls: &[Prepared]) {
         self.physical(rep);
+        if self.cfg.pingpong_only {
+            for p in impls {
+                if p.imp.spawn_only || p.imp.pt2pt_only || p.imp.overhead_only {
+                    continue;
+                }
+                eprintln!(
+                    "bench: rep {} / {}: {} mpi4py ping-pong",
+                    rep + 1,
+                    self.cfg.reps,
+                    p.imp.name
+                );
+                self.mpi4py(rep, p);
+            }
+            return;
+        }
         for p in impls {
             eprintln!("bench: rep {} / {}: {}", rep + 1, self.cfg.reps, p.imp.name);
             if p.imp.spawn_only {
@@ -1388,18 +1406,18 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Launches `python -m mpi4py.bench BENCH ARGS` at 2 ranks on this implementation's
-    /// libmpi: the outcome, with the machine's load and busy %, the placement probe and
-    /// the start time. `None` (recorded) when it could not run.
+    /// Launches `python ARGS` (`what` says which mpi4py benchmark) at 2 ranks on this
+    /// implementation's libmpi: the outcome, with the machine's load and busy %, the
+    /// placement probe and the start time. `None` (recorded) when it could not run.
     fn mpi4py_launch(
         &mut self,
         rep: u32,
         p: &Prepared,
-        bench: &str,
-        bench_args: &[String],
+        what: &str,
+        args: Vec<String>,
     ) -> Option<Mpi4pyRun> {
         let py = self.python.clone()?;
-        let what = format!("mpi4py.bench {bench}");
+        let what = what.to_string();
         if let Some(r) = self.hung_in(&p.imp.name, &what, 2, 0) {
             self.res.failures.push(format!(
                 "rep {rep} {} {what}: skipped (hung in repetition {r})",
@@ -1424,11 +1442,6 @@ impl<'a> Runner<'a> {
         // each line reaches the pipe as soon as it is printed, so that a timeout keeps
         // what was measured already
         imp.env.push(("PYTHONUNBUFFERED".into(), "1".into()));
-        let mut args: Vec<String> = ["-m", "mpi4py.bench", bench]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        args.extend(bench_args.iter().cloned());
         let tmp = Prepared {
             imp,
             oxbench: p.oxbench.clone(),
@@ -1449,6 +1462,9 @@ impl<'a> Runner<'a> {
     /// launch, start-up and end (a profile being written) included (`mpi4py_ring_wall`, s).
     pub fn mpi4py_ring(&mut self, rep: u32, p: &Prepared) {
         let args: Vec<String> = [
+            "-m",
+            "mpi4py.bench",
+            "ringtest",
             "-n",
             "8",
             "-s",
@@ -1459,7 +1475,8 @@ impl<'a> Runner<'a> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let Some((o, (load, busy), probe, start)) = self.mpi4py_launch(rep, p, "ringtest", &args)
+        let Some((o, (load, busy), probe, start)) =
+            self.mpi4py_launch(rep, p, "mpi4py.bench ringtest", args)
         else {
             return;
         };
@@ -1487,25 +1504,45 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// `python -m mpi4py.bench pingpong` on this implementation's libmpi.
+    /// mpi4py's ping-pong (`mpi4py.bench`'s, by `bench/py/mpi4py_pingpong.py`) on this
+    /// implementation's libmpi: a row per size, the median over the launch's rounds of
+    /// mpi4py's mean one-way time (the CSV's values: every round's; iters: the round
+    /// trips of one round).
     pub fn mpi4py(&mut self, rep: u32, p: &Prepared) {
-        let args = self.cfg.mpi4py_args.clone();
-        let Some((o, (load, busy), probe, start)) = self.mpi4py_launch(rep, p, "pingpong", &args)
+        let Some(pp) = self.cfg.mpi4py else { return };
+        let script = self.cfg.build_dir.join("mpi4py_pingpong.py");
+        if let Err(e) = std::fs::create_dir_all(&self.cfg.build_dir)
+            .and_then(|()| std::fs::write(&script, MPI4PY_PINGPONG_PY))
+        {
+            self.res.failures.push(format!(
+                "rep {rep} {} mpi4py: {}: {e}",
+                p.imp.name,
+                script.display()
+            ));
+            return;
+        }
+        let mut args = vec![script.to_string_lossy().into_owned()];
+        args.extend(pp.args());
+        let Some((o, (load, busy), probe, start)) =
+            self.mpi4py_launch(rep, p, "mpi4py.bench pingpong", args)
         else {
             return;
         };
-        let pts = parse::parse_mpi4py_pingpong(&o.stdout);
-        if pts.is_empty() {
+        let rounds = parse::parse_mpi4py_rounds(&o.stdout);
+        if rounds.is_empty() {
             self.res.failures.push(format!(
                 "rep {rep} {} mpi4py: no result lines ({})",
                 p.imp.name,
                 o.failure()
             ));
         }
-        for (size, mean_s, n) in pts {
-            let us = mean_s * 1e6;
+        for (size, means_s, loops) in rounds {
+            let us: Vec<f64> = means_s.iter().map(|s| s * 1e6).collect();
+            let Some(sum) = crate::stats::summary(&us) else {
+                continue;
+            };
             let mut r = self.row(rep, &p.imp.name, "mpi4py_lat", 2, size, "us");
-            (r.median, r.min, r.max) = (us, f64::NAN, f64::NAN);
+            (r.median, r.min, r.max) = (sum.median, sum.min, sum.max);
             (r.load1, r.busy_pct) = (load, busy);
             r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
             r.limit = limit_for(
@@ -1517,8 +1554,8 @@ impl<'a> Runner<'a> {
                 None,
             );
             r.unix_time = start;
-            r.values = vec![us];
-            r.iters = n;
+            r.values = us;
+            r.iters = loops;
             self.res.rows.push(r);
         }
     }

@@ -55,7 +55,7 @@ pub fn configure(
         modules,
         module_timeout: Duration::from_secs(if smoke { 120 } else { 300 }),
     });
-    c.mpi4py_args.clear();
+    c.mpi4py = None;
     match c.mode {
         Mode::Smoke => {
             c.reps = 1;
