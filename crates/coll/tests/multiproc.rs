@@ -742,6 +742,17 @@ fn iscatterv_shared_np3() {
 fn iscatterv_shared_np4() {
     run(4, "iscatterv-shared", &[]);
 }
+/// Both, pinned (`PIN` block: 1 and 2 ranks, 2 and 2): the root helps only the readers of
+/// the other CPU, and at most as many bytes as balance the CPUs (`sm::nb::share_budget`;
+/// no sharing where its own CPU copies as much already).
+#[test]
+fn iscatter_shared_pinned_np3() {
+    run(3, "iscatter-shared", &[(PIN, "block")]);
+}
+#[test]
+fn iscatterv_shared_pinned_np4() {
+    run(4, "iscatterv-shared", &[(PIN, "block")]);
+}
 
 /// Nonblocking reduce-scatters of equal blocks whose vector is larger than a slot of the
 /// segment's nonblocking large region (`Reduction::ReduceScatterBlock`, in 2 to 4 phases),

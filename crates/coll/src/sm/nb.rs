@@ -282,9 +282,16 @@ const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
 
 /// Chunk of a shared scatter block ([`shares`]).
-pub const SHARE_CHUNK: usize = 64 << 10;
+pub const SHARE_CHUNK: usize = 1 << SHARE_SHIFT;
+/// Log2 of [`SHARE_CHUNK`]; a sharing scatterv root's chunk is its own
+/// (`coll_sm_nonblocking_share_chunk`), posted in its records ([`SHARE_SHIFT_AT`]).
+const SHARE_SHIFT: u32 = 16;
+/// Where a sharing scatterv root's records' first words (its pid, [`SHARED_POST`]) hold the
+/// log2 of its chunk (6 bits).
+const SHARE_SHIFT_AT: u32 = 48;
 /// Words per rank after a shared scatter root's [`SINGLE_POST`] words, at
-/// `SINGLE_POST + SHARE_WORDS * r`: chunks claimed, chunks copied (plus [`SHARE_FAILED`]
+/// `SINGLE_POST + SHARE_WORDS * r`: chunks claimed ([`claim`]: from the front by the
+/// reader, from the back by the root), chunks copied (plus [`SHARE_FAILED`]
 /// per failed one), the reader's pid, the reader's output address (0 until it opens its
 /// block to the root).
 const SHARE_WORDS: usize = 4;
@@ -301,16 +308,46 @@ const _: () = assert!(8 * (SINGLE_POST + SHARE_WORDS * super::MAX_RANKS as usize
 /// ([`SHARED_POST`]); then, once it posted, it copies
 /// chunks of the blocks of the ranks that opened theirs to it (`process_vm_writev` into
 /// their output) while they read the rest (`process_vm_readv`), each chunk claimed by
-/// whoever takes it first (a counter in the root's post). Oversubscribed, every reader
-/// on the other CPU from the root copies its whole block itself otherwise, while the
-/// root's CPU idles once its co-located readers are done.
+/// whoever takes it first ([`claim`]: the reader from the front, half of what is left at
+/// a time, the root one chunk from the back), when the ranks are pinned only those of
+/// other CPUs and only as much as balances the CPUs ([`share_budget`]). Oversubscribed,
+/// every reader on the other CPU from the root copies its whole block itself otherwise,
+/// while the root's CPU idles once its co-located readers are done.
 fn shares(coll: Rooted, block: usize) -> bool {
     coll == Rooted::Scatter && block >= 2 * SHARE_CHUNK
 }
 
+/// Claims chunks of a shared block of `n` chunks in its claim word `w` (chunks claimed
+/// from the front in the low half, from the back in the high half): the reader (`front`)
+/// takes the first half (rounded up) of the chunks nobody claimed yet, so that a block
+/// the root does not help with takes a few copies (16 chunks: 8, 4, 2, 1, 1), and one
+/// that it helps with is split about evenly from when it came; the root (not `front`)
+/// takes the last unclaimed chunk. The chunks claimed, `None` when none is left. Every
+/// claim moves the word from a state with unclaimed chunks by a compare-and-swap, so
+/// the front and back claims never overlap and never pass `n`.
+fn claim(w: &std::sync::atomic::AtomicU64, n: u64, front: bool) -> Option<std::ops::Range<u64>> {
+    let mut v = w.load(Ordering::Acquire);
+    loop {
+        let (f, b) = (v & 0xffff_ffff, v >> 32);
+        let left = n.saturating_sub(f + b);
+        if left == 0 {
+            return None;
+        }
+        let (add, got) = match front {
+            true => (left.div_ceil(2), f..f + left.div_ceil(2)),
+            false => (1 << 32, n - b - 1..n - b),
+        };
+        match w.compare_exchange_weak(v, v + add, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Some(got),
+            Err(x) => v = x,
+        }
+    }
+}
+
 /// A sharing root's part of one reader's block (iscatter, iscatterv): claims chunks from
-/// the reader's record (`word(0)` claimed, `word(1)` copied, `word(2)` the reader's pid)
-/// until none is left, and writes each from `src` into the reader's output at `to`
+/// the back of the reader's record (`word(0)` claimed, [`claim`]; `word(1)` copied;
+/// `word(2)` the reader's pid) until none is left or it wrote `budget` bytes (less what
+/// it writes here), and writes each from `src` into the reader's output at `to`
 /// (`process_vm_writev`), counting it copied (a failed one marked: the reader reports it).
 ///
 /// # Safety
@@ -320,35 +357,64 @@ fn shares(coll: Rooted, block: usize) -> bool {
 unsafe fn write_unclaimed<'a>(
     word: &impl Fn(usize) -> &'a std::sync::atomic::AtomicU64,
     src: *const u8,
-    block: usize,
+    (block, shift): (usize, u32),
     to: u64,
+    budget: &mut usize,
 ) {
     let pid = word(2).load(Ordering::Relaxed) as u32 as i32;
-    let n = share_chunks(block);
-    loop {
-        let c = word(0).fetch_add(1, Ordering::AcqRel);
-        if c >= n {
+    let n = share_chunks(block, shift);
+    while *budget > 0 {
+        let Some(c) = claim(word(0), n, false) else {
             break;
-        }
-        let (off, l) = share_chunk(c, block);
+        };
+        let (off, l) = share_chunk(c.start, block, shift);
         // SAFETY: `off + l <= block` bytes at `src` and at the reader's `to` (caller
         // contract).
         let failed =
             unsafe { cma_copy(pid, src.add(off).cast_mut(), to + off as u64, l, Cma::Write) }
                 .is_err();
         word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+        *budget = budget.saturating_sub(l);
     }
 }
 
-/// Chunks of a shared block of `block` bytes (the last one may be shorter).
-fn share_chunks(block: usize) -> u64 {
-    block.div_ceil(SHARE_CHUNK) as u64
+/// What a sharing root may write of its readers' blocks (`count(r)` bytes for rank `r`),
+/// from where the ranks are pinned ([`Seg::cpu`]): `None` when some rank is not pinned to
+/// one CPU (it helps every reader, as much as it can); else only the readers of other
+/// CPUs, at most as many bytes as make its CPU copy as much as each other CPU (`Some(0)`:
+/// ours copies as much already, so it does not share). Oversubscribed, the ranks of a CPU
+/// copy one after another, so a CPU's time is what its ranks copy: np=8 pinned 4 and 4,
+/// in place, 1 MiB blocks, ours copies 3 blocks and the other 4, and writing more than
+/// half a block of theirs makes ours the slower one.
+fn share_budget(seg: &Seg, me: usize, count: impl Fn(usize) -> usize) -> Option<usize> {
+    let (p, mine) = (seg.size(), seg.cpu(me));
+    if (0..p).any(|r| seg.cpu(r) == 0) {
+        return None;
+    }
+    let ours: usize = (0..p)
+        .filter(|&r| r != me && seg.cpu(r) == mine)
+        .map(&count)
+        .sum();
+    let theirs: usize = (0..p).filter(|&r| seg.cpu(r) != mine).map(&count).sum();
+    let mut cpus: Vec<u32> = (0..p).map(|r| seg.cpu(r)).filter(|&c| c != mine).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    // `k` other CPUs: ours + B = (theirs - B) / k.
+    let k = cpus.len();
+    Some(theirs.saturating_sub(k * ours) / (k + 1))
 }
 
-/// Offset and length of chunk `c` of a shared block of `block` bytes.
-fn share_chunk(c: u64, block: usize) -> (usize, usize) {
-    let off = c as usize * SHARE_CHUNK;
-    (off, SHARE_CHUNK.min(block - off))
+/// Chunks of `1 << shift` bytes of a shared block of `block` bytes (the last one may be
+/// shorter).
+fn share_chunks(block: usize, shift: u32) -> u64 {
+    block.div_ceil(1 << shift) as u64
+}
+
+/// Offset and length of chunk `c` (of `1 << shift` bytes) of a shared block of `block`
+/// bytes.
+fn share_chunk(c: u64, block: usize, shift: u32) -> (usize, usize) {
+    let off = (c as usize) << shift;
+    (off, (1 << shift).min(block - off))
 }
 
 /// The word of a sharing scatterv root's post ([`scatterv_shares`]) where its
@@ -369,7 +435,7 @@ fn scatterv_share_at(p: usize) -> Option<usize> {
 /// chunks, as for [`SmKind::Single`].
 fn scatterv_shares(
     (me, p): (usize, usize),
-    in_place: bool,
+    (in_place, shift): (bool, u32),
     input: usize,
     (counts, displs): (&[usize], &[usize]),
     far: &dyn Fn(usize) -> bool,
@@ -379,7 +445,7 @@ fn scatterv_shares(
         && scatterv_share_at(p).is_some()
         && (0..p).filter(|&r| r != me).all(|r| {
             let (c, d) = (counts[r], displs[r]);
-            far(c) && c >= 2 * SHARE_CHUNK && d.checked_add(c).is_some_and(|e| e <= input)
+            far(c) && c >= 2 << shift && d.checked_add(c).is_some_and(|e| e <= input)
         })
 }
 
@@ -938,6 +1004,12 @@ pub struct SmNb {
     /// root helps copy them until every reader stamped. A [`SmKind::Scatterv`] whose root
     /// shares ([`scatterv_shares`]): at a reader its block's chunks, at the root 1.
     share: u64,
+    /// Log2 of the chunk of a shared block ([`SmNb::share`]).
+    share_shift: u32,
+    /// A sharing root: the bytes of its readers' blocks it may still write, and its CPU
+    /// plus one when every rank is pinned (it then helps only the readers of other CPUs;
+    /// 0: every reader), [`share_budget`].
+    share_budget: (usize, u32),
     /// The engine and the communicator (the collective's shadow) a broadcast's child of
     /// the root takes a message on that it does not want ([`SmNb::drain`]); `None` for a
     /// barrier opened by [`Seg::barrier_nb`].
@@ -991,6 +1063,8 @@ impl SmNb {
             sinks: Vec::new(),
             takers: 0,
             share: 0,
+            share_shift: SHARE_SHIFT,
+            share_budget: (0, 0),
             engine: Some((cc.e, cc.shadow)),
             drain: false,
             draining: None,
@@ -1026,6 +1100,8 @@ impl SmNb {
             sinks: Vec::new(),
             takers: 0,
             share: 0,
+            share_shift: SHARE_SHIFT,
+            share_budget: (0, 0),
             engine: None,
             drain: false,
             draining: None,
@@ -1258,15 +1334,27 @@ impl SmNb {
                 } => {
                     let (me, p) = (seg.rank(), seg.size());
                     let far_block = |c: usize| self.kind.far_block(p, c);
-                    let share = me == *root
-                        && scatterv_shares(
-                            (me, p),
-                            output.1 == 0,
-                            input.1,
-                            (counts, displs),
-                            &far_block,
-                        );
+                    let shift = super::params::nonblocking_share_shift();
+                    let budget = shift
+                        .filter(|&shift| {
+                            me == *root
+                                && scatterv_shares(
+                                    (me, p),
+                                    (output.1 == 0, shift),
+                                    input.1,
+                                    (counts, displs),
+                                    &far_block,
+                                )
+                        })
+                        .map(|_| share_budget(seg, me, |r| if r == me { 0 } else { counts[r] }))
+                        .filter(|&b| b != Some(0));
+                    let share = budget.is_some();
+                    let shift = shift.unwrap_or(SHARE_SHIFT);
                     share_post = share;
+                    self.share_shift = shift;
+                    if let Some(b) = budget {
+                        self.share_budget = (b.unwrap_or(usize::MAX), b.map_or(0, |_| seg.cpu(me)));
+                    }
                     // The root's post: the other ranks' blocks, when all of them fit
                     // our buffer (only the root posts: the others skip the sum).
                     let posted = || {
@@ -1301,7 +1389,8 @@ impl SmNb {
                                         let e = w.add(r).read_unaligned();
                                         let rec = ((e >> 32) & 0x7fff_ffff) as usize / 8;
                                         let pid = w.add(rec).read_unaligned();
-                                        w.add(rec).write_unaligned(pid | SHARED_POST);
+                                        let flag = SHARED_POST | u64::from(shift) << SHARE_SHIFT_AT;
+                                        w.add(rec).write_unaligned(pid | flag);
                                     }
                                 }
                                 // Every rank's share words cleared (nothing claimed, copied
@@ -1654,7 +1743,10 @@ impl SmNb {
                     Rooted::Gather => output.0 as u64,
                     Rooted::Bcast | Rooted::Scatter => input.0 as u64,
                 };
-                let share = shares(coll, block) && output.1 == 0;
+                let budget = (shares(coll, block) && output.1 == 0)
+                    .then(|| share_budget(seg, me, |r| if r == me { 0 } else { block }))
+                    .filter(|&b| b != Some(0));
+                let share = budget.is_some();
                 let posted = seg.try_post_with(k, |b| {
                     let w = b.cast::<u64>();
                     // SAFETY: `b` is our buffer's `CAP` bytes, of which we write the
@@ -1676,8 +1768,9 @@ impl SmNb {
                     return Progress::Pending;
                 }
                 self.posted = true;
-                if share {
-                    self.share = share_chunks(block);
+                if let Some(b) = budget {
+                    self.share = share_chunks(block, SHARE_SHIFT);
+                    self.share_budget = (b.unwrap_or(usize::MAX), b.map_or(0, |_| seg.cpu(me)));
                 }
                 // Our own block (none in place), which no other rank touches. Gather in
                 // place passes our block of the output as the input: `copy` allows that.
@@ -1743,7 +1836,7 @@ impl SmNb {
                     Rooted::Scatter
                         if word(0) & SHARED_POST != 0 && shares(coll, len) && len <= output.1 =>
                     {
-                        self.share = share_chunks(len);
+                        self.share = share_chunks(len, SHARE_SHIFT);
                         let rec = SINGLE_POST + SHARE_WORDS * me;
                         // SAFETY: the root stamped `k` (acquired) and `k` is open here; the
                         // output has room for `len` bytes (checked, writable by the caller
@@ -1822,35 +1915,44 @@ impl SmNb {
         word(2).store(own_pid(), Ordering::Relaxed);
         // The root writes only once it sees our address (acquire: our pid too).
         word(3).store(out as u64, Ordering::Release);
-        let (n, mut res) = (share_chunks(len), Ok(()));
+        let shift = self.share_shift;
+        let (n, mut res) = (share_chunks(len, shift), Ok(()));
         loop {
-            let c = word(0).fetch_add(1, Ordering::AcqRel);
-            if c >= n {
+            let Some(c) = claim(word(0), n, true) else {
                 return res;
-            }
-            let (off, l) = share_chunk(c, len);
+            };
+            // The claimed chunks are contiguous: one copy.
+            let (off, _) = share_chunk(c.start, len, shift);
+            let (last, l) = share_chunk(c.end - 1, len, shift);
+            let l = last + l - off;
             // SAFETY: caller contract: `off + l <= len` bytes at `out` and at `remote`.
             let r = unsafe { cma_copy(pid, out.add(off), remote + off as u64, l, Cma::Read) };
             let failed = r.is_err();
             if let Err(e) = r {
                 res = Err(e);
             }
-            word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+            let k = c.end - c.start;
+            word(1).fetch_add(k + u64::from(failed) * SHARE_FAILED, Ordering::Release);
         }
     }
 
     /// A shared scatter's root ([`shares`]) between its post and its end: copies the
-    /// unclaimed chunks of every block whose reader opened it to us, from our `input`
+    /// unclaimed chunks (within its budget, of the readers it helps: [`share_budget`]) of
+    /// every block whose reader opened it to us, from our `input`
     /// into the reader's output (`process_vm_writev`), each counted in the reader's record
     /// (a failed one marked, the reader reports it).
     ///
     /// # Safety
     /// We posted our collective (stamped) and it is open here; `input` is readable.
-    unsafe fn help_scatter(&self, input: (*const u8, usize), block: usize) {
+    unsafe fn help_scatter(&mut self, input: (*const u8, usize), block: usize) {
         let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
+        let (budget, mine) = &mut self.share_budget;
         for r in (1..p).rev().map(|i| (me + i) % p) {
-            if (r + 1) * block > input.1 {
+            if (r + 1) * block > input.1 || *mine != 0 && seg.cpu(r) == *mine {
                 continue;
+            }
+            if *budget == 0 {
+                break;
             }
             // SAFETY: our own post of `k`, stamped and open: the records are only accessed
             // atomically; within `CAP` (checked at compile time).
@@ -1861,24 +1963,44 @@ impl SmNb {
             }
             // SAFETY: `(r + 1) * block <= input.1` (checked above), readable (caller
             // contract); the record is the reader's, which opened it with `to`.
-            unsafe { write_unclaimed(&word, input.0.add(r * block), block, to) };
+            unsafe {
+                write_unclaimed(
+                    &word,
+                    input.0.add(r * block),
+                    (block, SHARE_SHIFT),
+                    to,
+                    budget,
+                )
+            };
         }
     }
 
     /// A sharing scatterv's root ([`scatterv_shares`]) between its post and its end, as
-    /// [`SmNb::help_scatter`]: copies the unclaimed chunks of every block whose reader
+    /// [`SmNb::help_scatter`] (`shift`: log2 of our chunk; the budget and our CPU of
+    /// [`SmNb::share_budget`]): copies the unclaimed chunks of every block whose reader
     /// opened it to us (rank `r`'s: `counts[r]` bytes at `displs[r]` of our `input`) into
     /// the reader's output, each counted in its share words.
     ///
     /// # Safety
     /// We posted our collective sharing (stamped) and it is open here; `input` is readable
     /// and holds every other rank's block (`scatterv_shares` checked it).
-    unsafe fn help_scatterv(&self, input: &[u8], (counts, displs): (&[usize], &[usize])) {
-        let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
+    unsafe fn help_scatterv(
+        (seg, k): (&Seg, u64),
+        (shift, (budget, mine)): (u32, &mut (usize, u32)),
+        input: &[u8],
+        (counts, displs): (&[usize], &[usize]),
+    ) {
+        let (me, p) = (seg.rank(), seg.size());
         let Some(at) = scatterv_share_at(p) else {
             return;
         };
         for r in (1..p).rev().map(|i| (me + i) % p) {
+            if *mine != 0 && seg.cpu(r) == *mine {
+                continue;
+            }
+            if *budget == 0 {
+                break;
+            }
             let (block, d) = (counts[r], displs[r]);
             let Some(src) = input.get(d..d + block) else {
                 continue;
@@ -1892,7 +2014,7 @@ impl SmNb {
             }
             // SAFETY: `src` is inside our input, readable (caller contract); the record is
             // the reader's, which opened it with `to`.
-            unsafe { write_unclaimed(&word, src.as_ptr(), block, to) };
+            unsafe { write_unclaimed(&word, src.as_ptr(), (block, shift), to, budget) };
         }
     }
 
@@ -2102,7 +2224,14 @@ impl SmNb {
                             if self.share != 0 {
                                 // SAFETY: we posted sharing (`self.share`), `k` is open;
                                 // the input is readable (caller contract).
-                                unsafe { self.help_scatterv(input, (counts, displs)) };
+                                unsafe {
+                                    Self::help_scatterv(
+                                        (seg, k),
+                                        (self.share_shift, &mut self.share_budget),
+                                        input,
+                                        (counts, displs),
+                                    )
+                                };
                             }
                             return None;
                         }
@@ -2142,7 +2271,10 @@ impl SmNb {
                                     .then(|| scatterv_share_at(p))
                                     .flatten();
                                 let r = if let Some(rec) = shared {
-                                    self.share = share_chunks(n);
+                                    // The root's chunk (6 bits; at least 4 KiB when set).
+                                    let shift = ((first >> SHARE_SHIFT_AT) & 63) as u32;
+                                    self.share_shift = shift.max(12);
+                                    self.share = share_chunks(n, self.share_shift);
                                     // SAFETY: the root stamped `k` (acquired) and `k` is
                                     // open here, its post sharing with our share words at
                                     // `rec + SHARE_WORDS * me` (within `CAP`); `out` has
@@ -2537,6 +2669,52 @@ impl Drop for SmNb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shared block's claims ([`claim`]): the reader alone takes halves of what is left
+    /// (16 chunks in 5 copies), the root alone one chunk at a time from the back, and any
+    /// interleaving of the two, also from threads racing on one word, claims every chunk
+    /// exactly once.
+    #[test]
+    fn shared_block_claims_take_every_chunk_once() {
+        use std::sync::atomic::AtomicU64;
+        let w = AtomicU64::new(0);
+        let alone: Vec<_> = std::iter::from_fn(|| claim(&w, 16, true)).collect();
+        assert_eq!(alone, [0..8, 8..12, 12..14, 14..15, 15..16]);
+        let w = AtomicU64::new(0);
+        let back: Vec<_> = std::iter::from_fn(|| claim(&w, 3, false)).collect();
+        assert_eq!(back, [2..3, 1..2, 0..1]);
+        for n in [1, 2, 5, 16, 17] {
+            for pattern in 0..64u32 {
+                let w = AtomicU64::new(0);
+                let mut seen = vec![0; n as usize];
+                let mut i = 0;
+                while let Some(c) = claim(&w, n, pattern >> (i % 6) & 1 == 1) {
+                    c.for_each(|c| seen[c as usize] += 1);
+                    i += 1;
+                }
+                assert!(
+                    seen.iter().all(|&s| s == 1),
+                    "n {n}, pattern {pattern}: {seen:?}"
+                );
+            }
+        }
+        let w = AtomicU64::new(0);
+        let n = 4000;
+        let seen: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        std::thread::scope(|s| {
+            for front in [true, false, false] {
+                let (w, seen) = (&w, &seen);
+                s.spawn(move || {
+                    while let Some(c) = claim(w, n, front) {
+                        c.for_each(|c| {
+                            seen[c as usize].fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                });
+            }
+        });
+        assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    }
 
     /// A scatterv's and an alltoallv's far blocks ([`FAR_RECORD`] bytes each in the
     /// poster's buffer) take no more room than posted ones on every communicator size

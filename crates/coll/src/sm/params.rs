@@ -229,6 +229,34 @@ pub const NONBLOCKING_PUSH_MANY: ParamDecl = ParamDecl::new(
 )
 .level(7);
 
+/// `coll_sm_nonblocking_share_chunk`.
+pub const NONBLOCKING_SHARE_CHUNK: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "nonblocking_share_chunk",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 24,
+    },
+    "65536",
+    "Nonblocking scatterv in place on more than 2 ranks whose other blocks all move by \
+     cross-memory copies: the root shares each block's copy with its reader in chunks of \
+     this many bytes (rounded down to a power of two, at least 4096), writing the chunks \
+     the reader has not claimed yet while it waits (blocks of at least two chunks); 0: \
+     every reader copies its whole block",
+)
+.level(7);
+
+/// `coll_sm_nonblocking_share_chunk`: log2 of the chunk of a shared nonblocking scatterv
+/// block (`None`: not shared; [`super::nb::SmKind::Scatterv`]).
+pub fn nonblocking_share_shift() -> Option<u32> {
+    static SHIFT: OnceLock<Option<u32>> = OnceLock::new();
+    *SHIFT.get_or_init(|| {
+        let v = usize::try_from(params::int(&NONBLOCKING_SHARE_CHUNK)).unwrap_or(0);
+        (v != 0).then(|| v.max(4096).ilog2())
+    })
+}
+
 /// `coll_sm_nonblocking_large_max`.
 pub const NONBLOCKING_LARGE_MAX: ParamDecl = ParamDecl::new(
     "coll",

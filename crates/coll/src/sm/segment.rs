@@ -293,6 +293,8 @@ pub struct Seg {
     /// ([`cpu_mates`]): a barrier's waiter for a rank of the other CPU looks again instead
     /// of yielding while these have arrived too ([`Seg::barrier`]).
     mates: Vec<usize>,
+    /// Per rank the CPU it is pinned to plus one, 0 when not pinned to one ([`Seg::cpu`]).
+    cpus: Vec<u32>,
     /// The barrier lets rank 0 out first ([`Seg::barrier`]): `coll_sm_barrier_release` is
     /// on on every rank (the same on every rank).
     release: bool,
@@ -451,6 +453,7 @@ impl Seg {
             yield_idle,
             remote,
             mates,
+            cpus: cpus.to_vec(),
             release,
             spin_first: super::params::spin_first(),
             block_after,
@@ -1139,6 +1142,13 @@ impl Seg {
     #[inline]
     pub fn remote(&self, r: usize) -> bool {
         self.remote[r]
+    }
+
+    /// The CPU rank `r` is pinned to plus one, 0 when it is not pinned to one CPU (the same
+    /// on every rank).
+    #[inline]
+    pub fn cpu(&self, r: usize) -> u32 {
+        self.cpus[r]
     }
 
     /// Barrier. When `coll_sm_barrier_release` is on, rank 0 waits for every other rank's
