@@ -2358,10 +2358,14 @@ impl Seg {
         // until we stamp `k` and no longer by anybody for `k - NBUF` (waited above); the
         // length word is 8-aligned (the buffer's data starts 8 bytes into a line).
         unsafe {
-            // The bytes past the stamp's line first, then that line's (the length word,
-            // the head, the stamp) back to back: a waiter that loads every line of the
-            // post ([`Seg::wait_all_lines`]) can take the stamp's line from us only once.
+            // Every line of the post asked for at once (`prefetchw`: the waiters read
+            // them at the buffer's last use, and the stores would otherwise take them back
+            // one after the other), then the bytes past the stamp's line, then that line's
+            // (the length word, the head, the stamp) back to back: a waiter that loads
+            // every line of the post ([`Seg::wait_all_lines`]) can take the stamp's line
+            // from us only once.
             let head = src.len().min(LINE - 16);
+            prefetch_lines(dst.cast_const(), 8 + src.len());
             std::ptr::copy_nonoverlapping(
                 src.as_ptr().add(head),
                 dst.add(8 + head),
