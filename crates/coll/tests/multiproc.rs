@@ -199,6 +199,16 @@ fn shared_memory_component_np3() {
 fn scatterv_root_reuse_np2() {
     run(2, "sv-reuse", SM);
 }
+/// Allreduces and reduces of one to six lines on the segment back to back ([`lines_suite`]),
+/// ranks busy-polling and yielding.
+#[test]
+fn reductions_lines_np2() {
+    run(2, "lines", SM);
+}
+#[test]
+fn reductions_lines_yielding_np3() {
+    run(3, "lines", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
 /// Bcasts, scatters, scattervs and allgathers whose data goes through the ranks' ring cells
 /// ([`ring_suite`]): many times round the ring, roots running ahead of slow readers.
 #[test]
@@ -884,6 +894,10 @@ fn rank_entry() {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             scatterv_reuse(&w);
         }
+        "lines" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            lines_suite(&w);
+        }
         "ring" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             ring_suite(&w);
@@ -1014,6 +1028,43 @@ fn affine(a: &[u8], io: &mut [u8]) {
         let (a1, b1, a2, b2) = (w(x, 0), w(x, 4), w(y, 0), w(y, 4));
         y[..4].copy_from_slice(&a1.wrapping_mul(a2).to_le_bytes());
         y[4..].copy_from_slice(&b1.wrapping_mul(a2).wrapping_add(b2).to_le_bytes());
+    }
+}
+
+/// Blocking allreduces (in and out of place) and reduces of 8 to 344 bytes back to back,
+/// no barrier between, every contribution new at each call: a waiter loads the further
+/// lines of a post together with its stamp (`Seg::wait_all_lines`) while their owner may
+/// still be writing them, and must fold only what was posted for that call. Round the
+/// segment's buffers many times, at every length of one to six lines.
+fn lines_suite(c: &CollComm) {
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
+    for it in 0..3000u64 {
+        let (f, es, comm) = ops[(it % 2) as usize];
+        let len = 8 * (1 + (it as usize * 7) % 43);
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 50)).collect();
+        let total = fold(f, &xs);
+        match it % 3 {
+            0 => {
+                let mut b = xs[r].clone();
+                select::allreduce(c, None, &mut b, &f, es, comm).unwrap();
+                assert_eq!(b, total, "allreduce in place {it}, {len} bytes");
+            }
+            1 => {
+                let mut out = vec![0u8; len];
+                select::allreduce(c, Some(&xs[r]), &mut out, &f, es, comm).unwrap();
+                assert_eq!(out, total, "allreduce {it}, {len} bytes");
+            }
+            _ => {
+                let root = (it as usize / 3) % p;
+                let mut out = vec![0u8; len];
+                let recv = (r == root).then_some(&mut out[..]);
+                select::reduce(c, Some(&xs[r]), recv, root as i32, &f, es, comm).unwrap();
+                if r == root {
+                    assert_eq!(out, total, "reduce {it} to {root}, {len} bytes");
+                }
+            }
+        }
     }
 }
 
