@@ -32,7 +32,7 @@ static int MPI_Type_get_extent_c(MPI_Datatype t, MPI_Count *lb, MPI_Count *e) { 
 #ifndef B
 #define B 7
 #endif
-static double best[32]; static const char *names[32]; static int nt;
+static double best[48]; static const char *names[48]; static int nt;
 #define BENCH(name, body) do { double m = 1e30; for (int b = 0; b < B; b++) { double t0 = MPI_Wtime(); \
   for (int it = 0; it < N; it++) { body; } double t = (MPI_Wtime() - t0) / N; if (t < m) m = t; } \
   names[nt] = name; best[nt++] = m; } while (0)
@@ -52,6 +52,18 @@ int main(int argc, char **argv) {
   BENCH("get_contents_c(struct basic)", MPI_Type_get_contents_c(st2, 16, 16, 16, 4, ii, aa, cc, dt));
   BENCH("get_contents_c(struct derived)+2 free", MPI_Type_get_contents_c(st3, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]); MPI_Type_free(&dt[1]));
   BENCH("get_contents_c(resized)+free", MPI_Type_get_contents_c(res, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]));
+  MPI_Datatype con, vec, gone, stg, stgs[2]; /* of derived types: a contiguous and a vector of st, a struct of two freed dups */
+  MPI_Type_contiguous_c(3, st, &con); MPI_Type_vector_c(2, 1, 3, st, &vec);
+  MPI_Type_dup(st, &stgs[0]); MPI_Type_dup(st2, &stgs[1]); MPI_Type_create_struct_c(2, cbl, cd, stgs, &stg);
+  MPI_Type_free(&stgs[0]); MPI_Type_free(&stgs[1]); gone = stg;
+  BENCH("get_contents_c(contiguous derived)+free", MPI_Type_get_contents_c(con, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]));
+  BENCH("get_contents_c(vector derived)+free", MPI_Type_get_contents_c(vec, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]));
+  MPI_Datatype veci; MPI_Type_vector(2, 1, 3, st, &veci);
+  BENCH("get_contents(vector derived)+free", MPI_Type_get_contents(veci, 16, 16, 4, ii, aa, dt); MPI_Type_free(&dt[0]));
+  BENCH("get_contents_c(struct freed dups)+2 free", MPI_Type_get_contents_c(gone, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]); MPI_Type_free(&dt[1]));
+  BENCH("get_envelope_c(vector derived)", MPI_Type_get_envelope_c(vec, &ni, &na, &nc, &nd, &comb));
+  MPI_Type_commit(&vec);
+  BENCH("commit(committed vector)", MPI_Type_commit(&vec));
   BENCH("dup(MPI_INT)+free", MPI_Type_dup(MPI_INT, &t); MPI_Type_free(&t));
   BENCH("dup(struct)+free", MPI_Type_dup(st2, &t); MPI_Type_free(&t));
   BENCH("create_struct_c(3)+free", MPI_Type_create_struct_c(3, cbl, cd, ty, &t); MPI_Type_free(&t));

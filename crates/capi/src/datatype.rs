@@ -1184,17 +1184,24 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Type_free`.
+    /// `MPI_Type_free`: drops the handle's reference (`MPI_Type_get_contents` may have
+    /// returned it more than once); the last one removes the handle (after the delete
+    /// callbacks of its attributes), and the type's object goes with the last user of it.
     fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
+        // Not the last reference: dropped without the lock.
+        if crate::type_table::release_shared(h) {
+            return out(datatype, MPI_DATATYPE_NULL, "datatype");
+        }
         let mut st = lock();
         if predefined(h).is_some() || is_f90(st.dtype_ref(h)?.combiner) {
             mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
         }
-        if !st.type_attrs.contains_key(&h) {
-            // No attributes, hence no delete callbacks: removed under the same lock; the
-            // object (if this was its last reference) is dropped after the lock.
-            let t = st.types.remove(h);
+        if !st.type_attrs.contains_key(&h) || st.types.refs(h) > 1 {
+            // No delete callbacks (no attributes, or they stay with the other references):
+            // released under the same lock; the object (if this was its last reference)
+            // is dropped after the lock.
+            let t = st.types.release(h);
             drop(st);
             drop(t);
             return out(datatype, MPI_DATATYPE_NULL, "datatype");
@@ -1202,7 +1209,7 @@ mpi_fn! {
         drop(st);
         // The delete callbacks see the datatype still valid; one that fails leaves it.
         crate::attrs::type_free_attrs(h)?;
-        if lock().types.remove(h).is_none() {
+        if lock().types.release(h).is_none() {
             mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
         }
         out(datatype, MPI_DATATYPE_NULL, "datatype")
@@ -1400,12 +1407,12 @@ mpi_fn! {
     }
 }
 
-/// The constituent types of the type of handle `h` for `MPI_Type_get_contents(_c)`:
-/// derived ones as new handles the caller frees. A new handle shares the constituent's
-/// (immutable) object: the calls that change a type (commit, set_name) copy it first
-/// (`Arc::make_mut`). Predefined constituents only (the dups of basic types mpi4py's
-/// `dtlib` decodes by the million) are copied out of the borrowed type: no reference
-/// count taken on it (two atomic operations).
+/// The constituent types of the type of handle `h` for `MPI_Type_get_contents(_c)`.
+/// Predefined ones as they are; a derived one whose handle still names the object the
+/// type holds as that handle with one more reference (as MPICH and Open MPI return it: one
+/// atomic add, no table entry), and one whose handle is gone (freed, or renamed or
+/// committed since, which copies the object: `Arc::make_mut`) as a new handle on the
+/// object. The caller frees each derived one it gets.
 fn contents_types(st: &mut State, h: c_int, datatypes: *mut c_int) -> MpiResult {
     let t = st.dtype_ref(h)?;
     let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
@@ -1413,14 +1420,27 @@ fn contents_types(st: &mut State, h: c_int, datatypes: *mut c_int) -> MpiResult 
         dts.copy_from_slice(&t.types);
         return Ok(());
     }
-    // The new handles go into the table that holds `t`: keep it by a reference of our own.
-    let t = Arc::clone(t);
-    for ((o, &h), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
-        *o = if predefined(h).is_some() {
-            h
+    let mut gone = false;
+    for ((o, &c), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
+        *o = if predefined(c).is_some()
+            || (st.types.get(c).is_some_and(|x| Arc::ptr_eq(x, d)) && st.types.add_ref(c))
+        {
+            c
         } else {
-            st.types.insert(Arc::clone(d))
+            gone = true;
+            MPI_DATATYPE_NULL
         };
+    }
+    if !gone {
+        return Ok(());
+    }
+    // The new handles go into the table that holds the type: looked up again for each
+    // (it stays, under the lock) rather than held by a reference of our own.
+    for (i, o) in dts.iter_mut().enumerate() {
+        if *o == MPI_DATATYPE_NULL {
+            let d = Arc::clone(&st.dtype_ref(h)?.type_objs[i]);
+            *o = st.types.insert(d);
+        }
     }
     Ok(())
 }
@@ -1980,7 +2000,7 @@ mod tests {
     /// A dup of a predefined type has its name without a copy of it (mpi4py's `dtlib` dups
     /// basic types by the million); a name set later is the dup's own and a dup of the
     /// renamed type copies it. `MPI_Type_get_contents` returns predefined constituents as
-    /// they are (from the borrowed type) and derived ones as new handles.
+    /// they are (from the borrowed type) and a derived one as its live handle.
     #[test]
     fn dups_share_predefined_names_and_contents_return_constituents() {
         // SAFETY: valid output handles.
@@ -2051,13 +2071,152 @@ mod tests {
             (rc, ints, addrs, got[1]),
             (MPI_SUCCESS, [2, 1, 1], [0, 8], MPI_DOUBLE)
         );
-        assert!(got[0] != d && got[0] != MPI_DATATYPE_NULL && predefined(got[0]).is_none());
+        // The dup's handle itself, with one more reference.
+        assert_eq!(got[0], d);
+        assert_eq!(lock().types.refs(d), 2);
         assert_eq!(name_of(got[0]), "int-dup");
         for mut h in [got[0], s, d2, d] {
             // SAFETY: a valid handle slot.
             assert_eq!(unsafe { PMPI_Type_free(&mut h) }, MPI_SUCCESS);
             assert_eq!(h, MPI_DATATYPE_NULL);
         }
+    }
+
+    /// `get_contents` of `s` (2 constituent slots; no integers or addresses written).
+    fn contents2(s: c_int, ni: usize, na: usize) -> [c_int; 2] {
+        let mut got = [MPI_DATATYPE_NULL; 2];
+        let (mut ints, mut addrs) = ([0 as c_int; 8], [0isize; 8]);
+        // SAFETY: room for 8 integers, 8 addresses and 2 types.
+        let rc = unsafe {
+            PMPI_Type_get_contents(
+                s,
+                ni as c_int,
+                na as c_int,
+                2,
+                ints.as_mut_ptr(),
+                addrs.as_mut_ptr(),
+                got.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, MPI_SUCCESS);
+        got
+    }
+
+    fn free(mut h: c_int) {
+        // SAFETY: a valid handle slot.
+        assert_eq!(unsafe { PMPI_Type_free(&mut h) }, MPI_SUCCESS);
+        assert_eq!(h, MPI_DATATYPE_NULL);
+    }
+
+    /// A struct of (vector, contiguous): `get_contents` returns the constituents' own
+    /// handles with a reference each, which the frees drop (the first of two without the
+    /// lock) until the last removes the handle; a constituent freed by the user comes back
+    /// as a new handle on the object the struct holds (the struct still works), and one
+    /// committed since (a copy of the object) as a new handle too, uncommitted.
+    #[test]
+    fn get_contents_returns_live_constituents_with_a_reference() {
+        // SAFETY: valid output handles.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(3, 1, 2, MPI_INT, h) });
+        // SAFETY: as above.
+        let c = handle_of(|h| unsafe { PMPI_Type_contiguous(2, MPI_DOUBLE, h) });
+        let (bl, disp, ty) = ([1 as c_int, 1], [0isize, 64], [v, c]);
+        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+        let s = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+        });
+        let refs = |h| lock().types.refs(h);
+        assert_eq!(contents2(s, 3, 2), [v, c]);
+        assert_eq!(contents2(s, 3, 2), [v, c]);
+        assert_eq!((refs(v), refs(c)), (3, 3));
+        for h in [v, c, v, c] {
+            free(h);
+        }
+        assert_eq!((refs(v), refs(c)), (1, 1));
+        // The user's last reference of `v`: the handle goes, the struct keeps the object.
+        free(v);
+        assert_eq!(refs(v), 0);
+        assert!(lock().types.get(v).is_none());
+        let got = contents2(s, 3, 2);
+        assert_eq!(got[1], c);
+        assert!(got[0] != MPI_DATATYPE_NULL && predefined(got[0]).is_none());
+        assert_eq!(refs(got[0]), 1);
+        {
+            let st = lock();
+            let (t, orig) = (
+                st.dtype_ref(got[0]).unwrap(),
+                &st.dtype_ref(s).unwrap().type_objs[0],
+            );
+            assert!(Arc::ptr_eq(t, orig), "not the struct's vector");
+            assert_eq!((t.combiner, t.extent()), (MPI_COMBINER_VECTOR, 20));
+        }
+        free(got[0]);
+        free(got[1]);
+        // Committing `c` copies its object: `s` holds the old one, returned as a new handle.
+        let mut cc = c;
+        // SAFETY: a valid handle slot.
+        assert_eq!(unsafe { PMPI_Type_commit(&mut cc) }, MPI_SUCCESS);
+        let got = contents2(s, 3, 2);
+        assert!(got[1] != c && refs(got[1]) == 1 && refs(c) == 1);
+        assert!(!lock().dtype_ref(got[1]).unwrap().committed);
+        for h in [got[0], got[1], c, s] {
+            free(h);
+        }
+    }
+
+    /// `MPI_THREAD_MULTIPLE` use of shared handles: threads decode a struct (getting the
+    /// handles of its two constituents, each also held by the user) and free what they
+    /// got, dup and free the constituents, while the frees of shared references race
+    /// with the locked adds. Every reference taken is dropped: the counts end where they
+    /// began, and the handles and the struct still work.
+    #[test]
+    fn threads_share_handles_without_losing_references() {
+        // SAFETY: valid output handles.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
+        // SAFETY: as above.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(v, 0, 64, h) });
+        let (bl, disp, ty) = ([1 as c_int, 2], [0isize, 64], [v, r]);
+        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+        let s = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+        });
+        let refs = |h| lock().types.refs(h);
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 100_000;
+        let start = std::sync::Barrier::new(THREADS);
+        std::thread::scope(|sc| {
+            for k in 0..THREADS {
+                let start = &start;
+                sc.spawn(move || {
+                    // All at once: the frees of shared references race with each other.
+                    start.wait();
+                    let mut held = Vec::new();
+                    for i in 0..ROUNDS {
+                        let got = contents2(s, 3, 2);
+                        assert_eq!(got, [v, r]);
+                        held.extend(got);
+                        if i % 7 == k {
+                            // SAFETY: a valid output handle.
+                            let d = handle_of(|h| unsafe { PMPI_Type_dup(held[0], h) });
+                            assert!(d != v && d != r);
+                            free(d);
+                        }
+                        // Keep a few references a while: the count moves up and down.
+                        while held.len() > 2 * (1 + i % 3) {
+                            free(held.swap_remove(0));
+                        }
+                    }
+                    for h in held {
+                        free(h);
+                    }
+                });
+            }
+        });
+        assert_eq!((refs(v), refs(r), refs(s)), (1, 1, 1));
+        assert_eq!(contents2(s, 3, 2), [v, r]);
+        for h in [v, r, r, v, s] {
+            free(h);
+        }
+        assert_eq!((refs(v), refs(r), refs(s)), (0, 0, 0));
     }
 
     #[test]

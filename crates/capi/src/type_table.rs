@@ -11,10 +11,20 @@
 //! loads only, and retries (or falls back to the locked path) when a writer was busy.
 //!
 //! The slots live in chunks of [`CHUNK`] that are allocated on first use and never freed
-//! (a chunk is 72 KiB, indices are reused after `MPI_Type_free`), so a reader never
-//! touches freed memory. A handle whose index is beyond the side table, or a summary that
-//! does not fit its words, is not published: its queries take the locked path.
+//! (a chunk is 80 KiB, indices are reused after `MPI_Type_free`), so a reader never
+//! touches freed memory. A summary that does not fit its words is not published: its
+//! queries take the locked path.
+//!
+//! Each slot also counts the handle's references. `MPI_Type_get_contents(_c)` returns a
+//! derived constituent whose handle is still live as that same handle with one more
+//! reference (as MPICH and Open MPI do), and `MPI_Type_free` drops one: the handle (its
+//! table entry) goes at the last one. Only the library lock's holders add references, take
+//! the last one and reuse a slot; a free that leaves a reference behind takes no lock
+//! ([`release_shared`]: one compare-and-swap on the slot's count, which never goes below
+//! one there). The object itself lives on (an `Arc`) while another type or an operation
+//! holds it.
 
+use crate::consts::{MPI_COMBINER_F90_COMPLEX, MPI_COMBINER_F90_INTEGER, MPI_COMBINER_F90_REAL};
 use crate::handles::{direct_base, kind, Table, DATATYPE_FIRST};
 use crate::objects::Datatype;
 use std::ffi::c_int;
@@ -60,18 +70,26 @@ impl Summary {
 
 /// Slots per chunk.
 const CHUNK: usize = 1024;
-/// Chunks: handle indices below `CHUNKS * CHUNK` (a million live derived types) are
-/// published.
-const CHUNKS: usize = 1024;
+/// Chunks: `CHUNKS * CHUNK` covers every index a direct handle has (26 bits); the chunk
+/// pointers are 512 KiB of zeroed static memory, touched only as far as types are used.
+const CHUNKS: usize = 1 << 16;
 /// Words of a slot after its sequence.
 const WORDS: usize = 8;
 
 /// One handle's summary under a sequence lock. `seq` is even when no write is under way;
-/// word 0 holds the handle (high half; 0 = no live type) and the combiner.
+/// word 0 holds the handle (high half; 0 = no live type) and the combiner. `refs` counts
+/// the handle's references (low 32 bits; 0 = no live handle) and has [`LOCKED_FREE`].
 struct Slot {
     seq: AtomicU64,
     w: [AtomicU64; WORDS],
+    refs: AtomicU64,
 }
+
+/// The reference count's bits of [`Slot::refs`].
+const COUNT: u64 = 0xffff_ffff;
+/// [`Slot::refs`] flag: `MPI_Type_free` of this handle takes the locked path (an F90
+/// parameterized type, which is predefined and cannot be freed).
+const LOCKED_FREE: u64 = 1 << 32;
 
 type Chunk = [Slot; CHUNK];
 
@@ -143,6 +161,32 @@ fn index_of(h: c_int) -> Option<usize> {
     Some((hu & 0x03ff_ffff) as usize)
 }
 
+/// Drop one reference of derived-type handle `h` without the library lock, if it has
+/// another one (`MPI_Type_free` of a handle that `MPI_Type_get_contents` also returned):
+/// true if done. False (nothing changed) for the last reference, for a handle that is not
+/// a live derived type and for one whose free takes the locked path; the locked path then
+/// decides (and reports errors). The count never reaches 0 here, so the entry and its
+/// object stay; only the lock's holders remove them.
+#[inline]
+pub(crate) fn release_shared(h: c_int) -> bool {
+    let Some(s) = index_of(h).and_then(slot) else {
+        return false;
+    };
+    let mut w = s.refs.load(Ordering::Relaxed);
+    loop {
+        if w & LOCKED_FREE != 0 || w & COUNT < 2 {
+            return false;
+        }
+        match s
+            .refs
+            .compare_exchange_weak(w, w - 1, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return true,
+            Err(now) => w = now,
+        }
+    }
+}
+
 /// The summary of the live derived type of handle `h`, read without the library lock;
 /// `None` for any other handle, one not published, or (rarely) when a writer kept the
 /// slot busy: the caller then takes the locked path, which also reports errors.
@@ -186,30 +230,39 @@ impl TypeTable {
     pub const fn new() -> Self {
         TypeTable(Table::new(kind::DATATYPE, DATATYPE_FIRST))
     }
-    /// Store a type; returns its handle (its summary published).
+    /// Store a type; returns its handle (its summary published, one reference).
     pub fn insert(&mut self, t: Arc<Datatype>) -> c_int {
         let sum = Summary::of(&t);
+        let locked_free = matches!(
+            t.combiner,
+            MPI_COMBINER_F90_REAL | MPI_COMBINER_F90_COMPLEX | MPI_COMBINER_F90_INTEGER
+        );
         let h = self.0.insert(t);
-        if let (Some(i), Some(sum)) = (index_of(h), sum) {
-            if let Some(s) = slot_for_write(i) {
-                publish(
-                    s,
-                    [
-                        (h as u32 as u64) << 32 | sum.combiner as u32 as u64,
-                        (sum.num_addresses as u64) << 32 | sum.num_integers as u64,
-                        (sum.num_datatypes as u64) << 32 | sum.num_large_counts as u64,
-                        sum.size,
-                        sum.lb as u64,
-                        sum.ub as u64,
-                        sum.true_lb as u64,
-                        sum.true_ub as u64,
-                    ],
-                );
-            }
-        } else if let Some(s) = index_of(h).and_then(slot) {
-            // Not publishable: make sure no earlier type's summary answers for it.
-            publish(s, [0; WORDS]);
-        }
+        // Every index of a direct handle has a slot (`CHUNKS`).
+        let Some(s) = index_of(h).and_then(slot_for_write) else {
+            return h;
+        };
+        s.refs.store(
+            if locked_free { LOCKED_FREE | 1 } else { 1 },
+            Ordering::Release,
+        );
+        publish(
+            s,
+            match sum {
+                Some(sum) => [
+                    (h as u32 as u64) << 32 | sum.combiner as u32 as u64,
+                    (sum.num_addresses as u64) << 32 | sum.num_integers as u64,
+                    (sum.num_datatypes as u64) << 32 | sum.num_large_counts as u64,
+                    sum.size,
+                    sum.lb as u64,
+                    sum.ub as u64,
+                    sum.true_lb as u64,
+                    sum.true_ub as u64,
+                ],
+                // Not publishable: no earlier type's summary answers for it.
+                None => [0; WORDS],
+            },
+        );
         h
     }
     /// The type of handle `h`, if it is live.
@@ -221,13 +274,60 @@ impl TypeTable {
     pub fn get_mut(&mut self, h: c_int) -> Option<&mut Arc<Datatype>> {
         self.0.get_mut(h)
     }
-    /// Remove and return the type of handle `h` (its summary withdrawn first).
+    /// Remove and return the type of handle `h`, whatever its references (its summary
+    /// withdrawn first).
     pub fn remove(&mut self, h: c_int) -> Option<Arc<Datatype>> {
         if self.0.get(h).is_some() {
             if let Some(s) = index_of(h).and_then(slot) {
                 publish(s, [0; WORDS]);
+                s.refs.store(0, Ordering::Release);
             }
         }
         self.0.remove(h)
+    }
+    /// One more reference to the live handle `h` (`MPI_Type_get_contents` returns it
+    /// again); false if it cannot take one (the caller then makes a new handle). A handle
+    /// that is not live has no references: refused.
+    pub fn add_ref(&self, h: c_int) -> bool {
+        let Some(s) = index_of(h).and_then(slot) else {
+            return false;
+        };
+        // Under the lock: the others only drop references above the last one
+        // (`release_shared`), so the count stays positive and the add cannot overflow
+        // into the flag after this check.
+        let n = s.refs.load(Ordering::Relaxed) & COUNT;
+        if n == 0 || n >= COUNT - 1 {
+            return false;
+        }
+        s.refs.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+    /// The references of handle `h` (0 if it is not live).
+    pub fn refs(&self, h: c_int) -> u32 {
+        match (self.0.get(h), index_of(h).and_then(slot)) {
+            (Some(_), Some(s)) => (s.refs.load(Ordering::Relaxed) & COUNT) as u32,
+            (Some(_), None) => 1,
+            _ => 0,
+        }
+    }
+    /// Drop one reference of handle `h`: `None` if it is not live, `Some(None)` if others
+    /// remain, `Some(Some(t))` with its type when that was the last (the handle removed).
+    pub fn release(&mut self, h: c_int) -> Option<Option<Arc<Datatype>>> {
+        self.0.get(h)?;
+        if let Some(s) = index_of(h).and_then(slot) {
+            let mut w = s.refs.load(Ordering::Relaxed);
+            while w & COUNT > 1 {
+                match s
+                    .refs
+                    .compare_exchange_weak(w, w - 1, Ordering::AcqRel, Ordering::Relaxed)
+                {
+                    Ok(_) => return Some(None),
+                    Err(now) => w = now,
+                }
+            }
+        }
+        // The last reference (`release_shared` never takes it, and the others that
+        // change the count hold the lock as we do).
+        Some(self.remove(h))
     }
 }
