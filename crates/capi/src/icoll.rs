@@ -519,6 +519,12 @@ mpi_fn_c! {
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
             unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
         };
+        // On 2 ranks with the segment, numbered by it (no post): a rank whose erroneous
+        // length took the segment meets the number there and fails instead of waiting.
+        if let Some(seg) = (p == 2).then(|| msg_seg(&a)).flatten() {
+            let s = a.iscatter_pair_msg(seg, send, blk, recv, root).map_err(sched_err(comm))?;
+            return start(comm, s, unpack, request);
+        }
         let (counts, displs): (Vec<usize>, Vec<usize>) = (0..p).map(|i| (b, i * b)).unzip();
         let s = a.iscatterv(send, &counts, &displs, recv, root).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)

@@ -181,6 +181,12 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (4, "1", "1", &["bcast"]),
         (2, "1", "0", &["bcast"]),
         (4, "1", "0", &["bcast"]),
+        // 2-rank iscatters whose block lengths straddle the single copy's bound, or a
+        // block through the segment's buffers against one by message (the message path
+        // takes the segment's number without a post: a rank of the other path meets it
+        // there), with single copies on and off.
+        (2, "1", "1", &["scatter"]),
+        (2, "1", "0", &["scatter"]),
         (2, "0", "1", &["a2a"]),
         (3, "0", "1", &["a2a"]),
         (2, "1", "1", &["a2a"]),

@@ -38,6 +38,10 @@
  *   (64 KiB each) are left out of the blocking and nonblocking forms unless "allplans"
  *   runs them (both forms pass them: the chain's ranks check the lengths over recursive
  *   doubling's messages first, the nonblocking ones in rounds before the chain).
+ * - iscatter (sc_case, "scatter"): a rank whose block is shorter than the root's fails;
+ *   every other rank succeeds with its block right or fails. On 2 ranks around the
+ *   single copy's bounds (the root's block read by one cross-memory copy up to 64 KiB,
+ *   by message beyond: the root's post on the segment says which).
  * - reduce_scatter whose blocks one rank splits otherwise with the same sum ("rsmix",
  *   rs_mixed: e.g. counts {1, 3} against {2, 2}): every rank fails (each would otherwise
  *   fold its own block of the same-length vector and succeed); correct calls with the
@@ -51,7 +55,7 @@
  * (reduce_scatter_block and reduce_scatter: one rank passes other counts; see rd_case),
  * "nosm" (the shared-memory segment is off: leaves out the scan pairs above), "allplans"
  * (does not), "twobad" (with "allreduce": two erroneous ranks, every pair of ranks),
- * "rsmix" (only the reduce_scatter splits),
+ * "rsmix" (only the reduce_scatter splits), "scatter" (only the iscatters of sc_case),
  * "noncomm" (those reductions with a user op made non-commutative, which sums too),
  * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
@@ -572,6 +576,85 @@ static void reductions(int colls) {
     if (rank == 0 && !failed) printf("coll_errcounts: reduction mismatches: ok\n");
 }
 
+/* ---- scatter: one rank's block length differs from the root's ---- */
+
+/* One MPI_Iscatter (MPI_BYTE, out of place or, `inplace`, MPI_IN_PLACE at the root) where
+ * the root passes `m` bytes a block and the other ranks `m` too, but rank `bad` passes
+ * `n`; returns the class, *ok whether our received block (the root's own, or ours up to
+ * the shorter length) is right. */
+static int sc_run(int root, int bad, size_t m, size_t n, int inplace, int seed, int *ok) {
+    size_t mine = rank == bad ? n : m;
+    unsigned char *in = NULL, *out = xmalloc(mine);
+    int me = rank == root;
+    if (me) {
+        in = xmalloc(mine * (size_t)size);
+        for (size_t j = 0; j < mine * (size_t)size; j++) in[j] = pat(j, seed);
+    }
+    memset(out, 0xee, mine);
+    MPI_Request q;
+    void *rb = me && inplace ? MPI_IN_PLACE : out;
+    int rc = MPI_Iscatter(in, (int)mine, MPI_BYTE, rb, (int)mine, MPI_BYTE, root, MPI_COMM_WORLD, &q);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&q, MPI_STATUS_IGNORE);
+    int c = class_of_rc(rc);
+    /* The root's block length (what the others' blocks start at in its buffer). */
+    size_t rm = root == bad ? n : m, got = mine < rm ? mine : rm;
+    *ok = 1;
+    for (size_t i = 0; i < got && *ok; i++) {
+        unsigned char v = me ? (inplace ? in[(size_t)root * mine + i] : out[i]) : out[i];
+        *ok = v == pat((size_t)rank * rm + i, seed);
+    }
+    free(in);
+    free(out);
+    return c;
+}
+
+/* The rank whose block is shorter than the root's fails (MPI_ERR_TRUNCATE, MPI_ERR_COUNT or
+ * MPI_ERR_OTHER); every other rank succeeds with its block right (up to the shorter
+ * length) or fails alike. Then correct calls (1 byte, m bytes) succeed everywhere. */
+static void sc_case(int root, int bad, size_t m, size_t n, int inplace, int seed) {
+    snprintf(cur, sizeof cur, "MPI_Iscatter%s: root %d, %zu bytes a block, rank %d passes %zu",
+             inplace ? " in place" : "", root, m, bad, n);
+    alarm(30);
+    int ok, c = sc_run(root, bad, m, n, inplace, seed, &ok);
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    size_t rm = root == bad ? n : m, mine = rank == bad ? n : m;
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (rank != root && mine < rm) {
+        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
+    } else if (!(known || (c == MPI_SUCCESS && ok))) {
+        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
+    }
+    int c2 = sc_run(root, -1, 1, 1, inplace, seed, &ok);
+    if (c2 != MPI_SUCCESS || !ok)
+        FAIL("the correct call of 1 byte after it got %s%s", cname(c2), c2 == MPI_SUCCESS ? " with wrong data" : "");
+    int c3 = sc_run(root, -1, m, m, inplace, seed + 1, &ok);
+    if (c3 != MPI_SUCCESS || !ok)
+        FAIL("the correct call of %zu bytes after it got %s%s", m, cname(c3), c3 == MPI_SUCCESS ? " with wrong data" : "");
+    alarm(0);
+}
+
+/* Lengths on both sides of the 2-rank single copy's bound (64 KiB: the root's block by one
+ * cross-memory copy, beyond it by message) and of the single copy's own (32 KiB), far
+ * apart beyond the segment's buffer, and blocks through the segment's buffers (100 bytes
+ * in the small scatter, 3000 through the root's buffer as a scatterv) against one by
+ * message; every root, every erroneous rank, in place and not. */
+static void scatters(void) {
+    static const size_t pairs[][2] = {
+        {65536, 65544}, {65544, 65536}, {65536, 131072}, {131072, 65536},
+        {32768, 32776}, {32776, 32768}, {65544, 65552},
+        {100, 65544}, {65544, 100}, {3000, 65544}, {65544, 3000},
+    };
+    int seed = 0;
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+        for (int root = 0; root < size; root++)
+            for (int bad = 0; bad < size; bad++)
+                for (int inplace = 0; inplace < 2; inplace++)
+                    sc_case(root, bad, pairs[k][0], pairs[k][1], inplace, ++seed % 200);
+    if (rank == 0 && !failed) printf("coll_errcounts: scatter mismatches: ok\n");
+}
+
 /* ---- reduce_scatter: counts that differ with the same sum ---- */
 
 static int rsm_call(int form, const int *in, int *out, const int *counts) {
@@ -659,7 +742,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
     CHECK(size <= 64);
-    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0, rsmix = 0, twobad = 0;
+    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0, rsmix = 0, twobad = 0, only_sc = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "survey")) survey = 1;
         if (!strcmp(argv[i], "bcast")) only_bcast = 1;
@@ -671,6 +754,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "nosm")) nosm = 1;
         if (!strcmp(argv[i], "allplans")) allplans = 1;
         if (!strcmp(argv[i], "rsmix")) rsmix = 1;
+        if (!strcmp(argv[i], "scatter")) only_sc = 1;
         if (!strcmp(argv[i], "twobad")) twobad = 1;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
@@ -682,8 +766,9 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* The segment (when there is one) is made by a first collective. */
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!only_a2a && !only_ar && !rd && !rsmix) bcasts();
-    if (!only_bcast && !only_ar && !rd && !rsmix) a2as();
+    if (!only_a2a && !only_ar && !rd && !rsmix && !only_sc) bcasts();
+    if (!only_bcast && !only_ar && !rd && !rsmix && !only_sc) a2as();
+    if (only_sc) scatters();
     if (rsmix) rs_mixed();
     if (only_ar && !twobad) allreduces();
     if (only_ar && twobad) allreduces_twobad();

@@ -29,7 +29,7 @@ use crate::base::helpers::{
 };
 use crate::base::stats::{count, Alg};
 use crate::sm::lengths_error;
-use crate::sm::nb::{Progress, SmNb};
+use crate::sm::nb::{Progress, SmNb, SCATTER_MSG_MARK};
 use crate::sm::{Seg, SmKind};
 use crate::tune::{self, Coll};
 use crate::{arg_err, CollComm, Result};
@@ -364,6 +364,44 @@ pub struct Schedule {
     planned_error: Option<(ErrorClass, String)>,
     /// A scan's length check ([`ScanCheck`]).
     scan: Option<ScanCheck>,
+    /// A 2-rank iscatter's reader by message ([`CollComm::iscatter_pair_msg`]).
+    pair: Option<PairWatch>,
+}
+
+/// A 2-rank iscatter's reader by message ([`CollComm::iscatter_pair_msg`]): while its
+/// receive waits, it looks now and then whether the root posted on the segment at the
+/// collective's number instead (its length put its block there, an erroneous call: no
+/// message comes); then it stamps its buffer there with [`SCATTER_MSG_MARK`] (a
+/// single-copy root waits for that stamp and fails on the mark), drops its receive and
+/// fails.
+struct PairWatch {
+    seg: Arc<Seg>,
+    /// The collective's number on the segment ([`Seg::pass_nb`]).
+    k: u64,
+    root: usize,
+    /// Looks so far (one at the root's stamp per [`PAIR_LOOKS`]).
+    looks: u32,
+}
+
+/// Waits of a [`PairWatch`] between looks at the root's stamp.
+const PAIR_LOOKS: u32 = 32;
+
+impl PairWatch {
+    /// The error once the root's post is seen (and our mark stamped), else `None`.
+    fn look(&mut self) -> Option<Error> {
+        self.looks = self.looks.wrapping_add(1);
+        if self.looks % PAIR_LOOKS != 0 || !self.seg.stamped_exactly(self.root, self.k) {
+            return None;
+        }
+        if !self.seg.stamp_passed(self.k, SCATTER_MSG_MARK) {
+            return None;
+        }
+        Some(arg_err(
+            ErrorClass::Truncate,
+            "scatter: the root's block goes through the shared segment, another length than \
+             ours (which goes by message)",
+        ))
+    }
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -414,6 +452,7 @@ impl Schedule {
             bcast: None,
             planned_error: None,
             scan: None,
+            pair: None,
         }
     }
 
@@ -889,13 +928,13 @@ impl Schedule {
                 }
             }
             if !self.pending.is_empty() {
-                if self.error.is_some() {
-                    self.cc.abandon(&self.pending);
-                    self.pending.clear();
-                    self.want.clear();
-                } else {
-                    return None;
+                if self.error.is_none() {
+                    // (A 2-rank iscatter's reader by message: the root's post instead.)
+                    self.error = Some(self.pair.as_mut().and_then(PairWatch::look)?);
                 }
+                self.cc.abandon(&self.pending);
+                self.pending.clear();
+                self.want.clear();
             }
             if let Some(err) = self.error.take() {
                 self.end();
@@ -1915,6 +1954,52 @@ impl CollComm {
             src: (0, displs[me]),
             dst: (1, 0),
             len: counts[me].min(n),
+        });
+        Ok(s)
+    }
+
+    /// A 2-rank `MPI_Iscatter` of `block`-byte blocks by message on a communicator with the
+    /// segment `seg` (other lengths take it: through the root's buffer, or the single
+    /// copy), as [`CollComm::iscatterv`]'s messages (`send` the root's blocks, `recv`
+    /// ours) but numbered by the segment: it takes the segment's next nonblocking number
+    /// and passes it at once ([`Seg::pass_nb`], no post), its message on a tag from that
+    /// number. A rank whose erroneous length took the segment at that number meets it
+    /// there: a reader by message sees the root's post (and fails, [`PairWatch`]); a
+    /// reader on the segment sees that the root passed the number, takes its message
+    /// into nothing and fails ([`SmNb`]). No new word crosses for a correct call.
+    pub fn iscatter_pair_msg(
+        &self,
+        seg: Arc<Seg>,
+        send: Region,
+        block: usize,
+        recv: Region,
+        root: i32,
+    ) -> Result<Schedule> {
+        self.check_root(root)?;
+        let k = seg.pass_nb();
+        PLANNED.fetch_add(1, Ordering::Relaxed);
+        let mut s = Schedule::blank(self, sm_tag(k), vec![send, recv], None)
+            .counted(Alg::NbcScattervLinear);
+        let n = s.regions[1].ptr_len().1;
+        let root_rank = root as usize;
+        if self.rank != root {
+            s.round().push(rcv((1, 0), n, root));
+            s.pair = Some(PairWatch {
+                seg,
+                k,
+                root: root_rank,
+                looks: 0,
+            });
+            return Ok(s);
+        }
+        let other = 1 - root_rank;
+        let rd = s.round();
+        rd.push(snd((0, other * block), block, other as i32));
+        // Our own block while the other's travels (the send only reads the input).
+        rd.push(Step::CopyAtPost {
+            src: (0, root_rank * block),
+            dst: (1, 0),
+            len: block.min(n),
         });
         Ok(s)
     }

@@ -604,6 +604,50 @@ impl Seg {
         g.open.push(k);
         Some((k, posted))
     }
+    /// Take the next nonblocking sequence number for a collective that moves nothing
+    /// through the segment (a 2-rank iscatter by message, `CollComm::iscatter_pair_msg`)
+    /// and close it at once, under one lock: its number only keeps every rank's sequence
+    /// in step and names its messages' tag; a rank of another path at the same number
+    /// (an erroneous length) sees that we took none of the segment's ([`Seg::passed`]).
+    pub(crate) fn pass_nb(&self) -> u64 {
+        // As in `open_nb`: started in order by one thread at a time.
+        let k = self.nb_seq.load(Ordering::Relaxed) + 1;
+        self.nb_seq.store(k, Ordering::Relaxed);
+        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
+        if g.open.is_empty() {
+            g.last = self.nb_done_word(self.rank).load(Ordering::Relaxed);
+        }
+        g.last = g.last.max(k);
+        self.publish(&g);
+        k
+    }
+    /// Stamp our buffer of nonblocking collective `k`, which we passed ([`Seg::pass_nb`]),
+    /// with the first word `first`, for a rank of another path that waits for it (an
+    /// erroneous call): false while the buffer may still be read for `k - NB_NBUF` (try
+    /// again); true, with nothing written, when we reused it for a later collective
+    /// already (then nobody waits for it: that needed every rank done with `k`).
+    pub(crate) fn stamp_passed(&self, k: u64, first: u64) -> bool {
+        if self.nb_stamp(self.rank, k).load(Ordering::Relaxed) > k {
+            return true;
+        }
+        // SAFETY: `b` is our buffer's `CAP >= 8` bytes.
+        self.try_post_with(k, |b| unsafe { b.cast::<u64>().write_unaligned(first) })
+    }
+    /// Whether rank `r` stamped its buffer of nonblocking collective `k` itself (acquire),
+    /// not a later one (a rank that passed `k`, [`Seg::pass_nb`], may find a collective
+    /// `k + NB_NBUF` of another rank's there, which [`Seg::stamped`] would count).
+    pub(crate) fn stamped_exactly(&self, r: usize, k: u64) -> bool {
+        self.nb_stamp(r, k).load(Ordering::Acquire) == k
+    }
+    /// Whether rank `r` has finished nonblocking collective `k` (its done word reached it)
+    /// without stamping its buffer of it: it took no path through the segment there
+    /// ([`Seg::pass_nb`]). Call while `k` is open here (its buffer of `k` then cannot
+    /// have been reused).
+    pub(crate) fn passed(&self, r: usize, k: u64) -> bool {
+        // The done word first (acquire): a rank that stamped `k` did so before it
+        // finished it, so its stamp is then visible.
+        self.nb_done_word(r).load(Ordering::Acquire) >= k && !self.stamped(r, k)
+    }
     /// Nonblocking collective `k` has read everything it needed (any thread).
     pub(crate) fn close_nb(&self, k: u64) {
         let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
