@@ -571,6 +571,14 @@ impl Seg {
     /// collectives (call in MPI's order of them), noted open until [`Seg::close_nb`] (our
     /// nonblocking done word stays below it meanwhile, whatever finishes later).
     pub(crate) fn open_nb(&self) -> u64 {
+        let (k, mut g) = self.take_nb();
+        g.open.push(k);
+        k
+    }
+    /// The next nonblocking sequence number, with the open list locked (its lower bound
+    /// refreshed from our done word when nothing is open): the start of [`Seg::open_nb`],
+    /// [`Seg::barrier_nb`] and [`Seg::pass_nb`].
+    fn take_nb(&self) -> (u64, std::sync::MutexGuard<'_, Open>) {
         // Not a read-modify-write, as in `next`: nonblocking collectives on one
         // communicator are started in order by one thread at a time.
         let k = self.nb_seq.load(Ordering::Relaxed) + 1;
@@ -579,21 +587,14 @@ impl Seg {
         if g.open.is_empty() {
             g.last = self.nb_done_word(self.rank).load(Ordering::Relaxed);
         }
-        g.open.push(k);
-        k
+        (k, g)
     }
     /// Open a nonblocking barrier ([`Seg::open_nb`]), post it and, if every rank has
     /// stamped it already, close it again, all under one lock of the open list (where
     /// opening and closing apart take it twice): `None` if it ended so, else its sequence
     /// number and whether it was posted (it stays open until [`Seg::close_nb`]).
     pub(crate) fn barrier_nb(&self) -> Option<(u64, bool)> {
-        // As in `open_nb`: started in order by one thread at a time.
-        let k = self.nb_seq.load(Ordering::Relaxed) + 1;
-        self.nb_seq.store(k, Ordering::Relaxed);
-        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
-        if g.open.is_empty() {
-            g.last = self.nb_done_word(self.rank).load(Ordering::Relaxed);
-        }
+        let (k, mut g) = self.take_nb();
         // A barrier posts no bytes: only the stamp.
         let posted = self.try_post_with(k, |_| {});
         if posted && (0..self.size).all(|r| self.stamped(r, k)) {
@@ -610,13 +611,7 @@ impl Seg {
     /// in step and names its messages' tag; a rank of another path at the same number
     /// (an erroneous length) sees that we took none of the segment's ([`Seg::passed`]).
     pub(crate) fn pass_nb(&self) -> u64 {
-        // As in `open_nb`: started in order by one thread at a time.
-        let k = self.nb_seq.load(Ordering::Relaxed) + 1;
-        self.nb_seq.store(k, Ordering::Relaxed);
-        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
-        if g.open.is_empty() {
-            g.last = self.nb_done_word(self.rank).load(Ordering::Relaxed);
-        }
+        let (k, mut g) = self.take_nb();
         g.last = g.last.max(k);
         self.publish(&g);
         k
