@@ -500,6 +500,7 @@ impl State {
             K_EAGER | K_RTS => self.on_envelope(peer, hdr, payload, plen),
             K_CTS => {
                 self.peers[peer as usize].reads_ours = false;
+                self.peers[peer as usize].two_way.answered(false);
                 if hdr.flags & F_COOP != 0 {
                     self.coop_send(peer, hdr);
                 } else {
@@ -511,6 +512,7 @@ impl State {
             K_FIN => {
                 if hdr.a == FIN_READ {
                     self.peers[peer as usize].reads_ours = true;
+                    self.peers[peer as usize].two_way.answered(true);
                 }
                 self.finish(hdr.b);
                 self.rndv_send_ended(peer as usize);
