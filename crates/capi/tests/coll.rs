@@ -158,8 +158,9 @@ fn mixed_datatypes_of_one_signature_np2_np3() {
 /// rank passes another count (blocking, nonblocking, persistent), reduces, scans and
 /// exscans (every form) and reduce-scatters where one rank passes other counts (or splits
 /// the vector otherwise with the same sum: every form), lengths on
-/// both sides of the segment's bounds and far apart; each erroneous call is followed by a
-/// correct one.
+/// both sides of the segment's bounds and far apart, one-byte items (error markers met by
+/// receives of their length) and scans of a length header's image; each erroneous call is
+/// followed by a correct one.
 /// The rank that gets less room than the data fails with `MPI_ERR_TRUNCATE`. At np 2 to 4
 /// with the shared-memory component off (the point-to-point algorithms and schedules), at
 /// np 2 and 3 with it on (bcasts also at np 4, the nonblocking large region), and with it
@@ -281,6 +282,18 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "0", "1", &["rsmix", "nonblocking", "nosm"]),
         (3, "0", "1", &["rsmix", "nonblocking", "nosm"]),
         (4, "0", "1", &["rsmix", "nonblocking", "nosm"]),
+        // One-byte items without the segment (allreduce, reduce, scan, exscan, blocking
+        // and nonblocking): an error marker meets receives of exactly its length, and
+        // tells itself from data by its mark; with the segment at np 3.
+        (2, "0", "1", &["bytes"]),
+        (3, "0", "1", &["bytes"]),
+        (4, "0", "1", &["bytes"]),
+        (3, "1", "1", &["bytes"]),
+        // A scan's length header against data of its bytes: 32-byte scans whose every
+        // vector is a header's image succeed, and rank 0's image against the chain ranks'
+        // length fails every rank above it (no hang).
+        (3, "0", "1", &["magic"]),
+        (4, "0", "1", &["magic"]),
     ] {
         let max = if single == "1" { "32768" } else { "0" };
         let many = if single == "1" { "1048576" } else { "0" };

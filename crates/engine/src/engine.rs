@@ -645,7 +645,39 @@ impl Engine {
     ) -> Result<ReqId, Error> {
         let mut st = self.lock();
         // SAFETY: forwarded caller guarantee.
-        match unsafe { st.start_send(buf, len, dest, tag, comm, mode) }? {
+        match unsafe { st.start_send(buf, len, dest, tag, comm, mode, 0) }? {
+            Started::Done(s) => Ok(st.new_done(s)),
+            Started::Req(r) => Ok(r),
+        }
+    }
+
+    /// [`Engine::isend`] of a marked message: its tag (at most [`TAG_UB`](crate::TAG_UB))
+    /// travels with [`TAG_MARK`](crate::TAG_MARK), which a receive of `tag` matches and its
+    /// status shows (the collectives' error markers and length headers).
+    ///
+    /// # Safety
+    /// As for [`Engine::isend`].
+    pub unsafe fn isend_marked(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<ReqId, Error> {
+        let mut st = self.lock();
+        // SAFETY: forwarded caller guarantee.
+        match unsafe {
+            st.start_send(
+                buf,
+                len,
+                dest,
+                tag,
+                comm,
+                SendMode::Standard,
+                crate::TAG_MARK,
+            )
+        }? {
             Started::Done(s) => Ok(st.new_done(s)),
             Started::Req(r) => Ok(r),
         }
@@ -672,7 +704,7 @@ impl Engine {
         let mut st = self.lock();
         // SAFETY: forwarded caller guarantee.
         Ok(
-            match unsafe { st.start_send(buf, len, dest, tag, comm, mode) }? {
+            match unsafe { st.start_send(buf, len, dest, tag, comm, mode, 0) }? {
                 Started::Done(s) => crate::Started::Complete(s),
                 // Also complete at once: e.g. a small send to ourselves.
                 Started::Req(r) => match st.take_done(r) {
@@ -748,7 +780,7 @@ impl Engine {
         // A blocking send after a receive is likely a ping-pong's turn (`Link::answer_next`).
         st.answering = true;
         // SAFETY: forwarded caller guarantee (the buffer outlives this blocking call).
-        let started = unsafe { st.start_send(buf, len, dest, tag, comm, mode) };
+        let started = unsafe { st.start_send(buf, len, dest, tag, comm, mode, 0) };
         st.answering = false;
         match started? {
             Started::Done(s) => Ok(s),

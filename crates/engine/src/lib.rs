@@ -334,6 +334,13 @@ pub const ANY_TAG: i32 = -1;
 pub const PROC_NULL: i32 = -1;
 /// Largest tag value accepted (`MPI_TAG_UB`).
 pub const TAG_UB: i32 = (1 << 30) - 1;
+/// A bit above [`TAG_UB`] that the library's own messages may carry on their tag
+/// ([`Engine::isend_marked`]; the collectives' error markers and length headers): a
+/// receive of tag `t` (or [`ANY_TAG`]) matches a message of tag `t | TAG_MARK` as one of
+/// `t`, and its status shows the bit, so the receiver tells such a message from data of
+/// the same length. No user message carries it (a user's tag is at most [`TAG_UB`]). Under
+/// `pml cm` (whose tag layout has no room for it) the message goes unmarked.
+pub const TAG_MARK: i32 = 1 << 30;
 
 /// MPI thread support levels, ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

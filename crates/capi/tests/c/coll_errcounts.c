@@ -42,6 +42,18 @@
  *   every other rank succeeds with its block right or fails. On 2 ranks around the
  *   single copy's bounds (the root's block read by one cross-memory copy up to 64 KiB,
  *   by message beyond: the root's post on the segment says which).
+ * - one-byte items ("bytes", by_case): MPI_Allreduce, MPI_Reduce, MPI_Scan and MPI_Exscan
+ *   and their I-forms of MPI_UNSIGNED_CHAR where one rank passes another
+ *   count, as rd_case requires (an allreduce's erroneous rank fails too): an exchange's
+ *   error marker then meets receives of exactly its length (one byte, or none), which
+ *   tell it from data by its mark, not its length.
+ * - a scan's length header ("magic", mg_cases; without the segment, 3 ranks and more):
+ *   32-byte MPI_(I)Scan and MPI_(I)Exscan (MPI_BOR on MPI_BYTE) whose every vector is the image
+ *   of a chain rank's length header (its 16-byte magic, then a length twice) must succeed
+ *   with the right result; and rank 0 passing such an image of 32 bytes, naming the
+ *   length every other rank passes (16 KiB and 64 KiB, the chain's), against those ranks:
+ *   every rank above 0 fails (the chain ranks tell rank 0's partial from a header by its
+ *   mark, not its bytes).
  * - reduce_scatter whose blocks one rank splits otherwise with the same sum ("rsmix",
  *   rs_mixed: e.g. counts {1, 3} against {2, 2}): every rank fails (each would otherwise
  *   fold its own block of the same-length vector and succeed); correct calls with the
@@ -56,6 +68,7 @@
  * "nosm" (the shared-memory segment is off: leaves out the scan pairs above), "allplans"
  * (does not), "twobad" (with "allreduce": two erroneous ranks, every pair of ranks),
  * "rsmix" (only the reduce_scatter splits), "scatter" (only the iscatters of sc_case),
+ * "bytes" (only by_case), "magic" (only mg_cases),
  * "noncomm" (those reductions with a user op made non-commutative, which sums too),
  * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
@@ -576,6 +589,165 @@ static void reductions(int colls) {
     if (rank == 0 && !failed) printf("coll_errcounts: reduction mismatches: ok\n");
 }
 
+/* ---- one-byte items ---- */
+
+/* coll: 0 allreduce, 1 reduce (root `root`), 2 scan, 3 exscan, of n MPI_UNSIGNED_CHAR
+ * (MPI_SUM), blocking (nb 0) or nonblocking (nb 1); returns the class, *ok whether our
+ * output (where we have one) is right. */
+static int by_run(int nb, int coll, int root, int bad, size_t m, size_t n, int seed, int *ok) {
+    static const char *names[2][4] = {{"Allreduce", "Reduce", "Scan", "Exscan"},
+                                      {"Iallreduce", "Ireduce", "Iscan", "Iexscan"}};
+    size_t mine = rank == bad ? n : m;
+    unsigned char *in = xmalloc(mine), *out = xmalloc(mine);
+    for (size_t i = 0; i < mine; i++) {
+        in[i] = pat(i, seed + rank);
+        out[i] = 0xee;
+    }
+    if (bad >= 0)
+        snprintf(cur, sizeof cur, "MPI_%s of unsigned chars: root %d, %zu, rank %d passes %zu",
+                 names[nb][coll], root, m, bad, n);
+    int c, w = (int)mine;
+    MPI_Datatype t = MPI_UNSIGNED_CHAR;
+    MPI_Comm cw = MPI_COMM_WORLD;
+    MPI_Request q;
+    switch (coll * 2 + nb) {
+    case 0: c = MPI_Allreduce(in, out, w, t, MPI_SUM, cw); break;
+    case 1: c = MPI_Iallreduce(in, out, w, t, MPI_SUM, cw, &q); break;
+    case 2: c = MPI_Reduce(in, out, w, t, MPI_SUM, root, cw); break;
+    case 3: c = MPI_Ireduce(in, out, w, t, MPI_SUM, root, cw, &q); break;
+    case 4: c = MPI_Scan(in, out, w, t, MPI_SUM, cw); break;
+    case 5: c = MPI_Iscan(in, out, w, t, MPI_SUM, cw, &q); break;
+    case 6: c = MPI_Exscan(in, out, w, t, MPI_SUM, cw); break;
+    default: c = MPI_Iexscan(in, out, w, t, MPI_SUM, cw, &q); break;
+    }
+    if (nb && c == MPI_SUCCESS) c = MPI_Wait(&q, MPI_STATUS_IGNORE);
+    c = class_of_rc(c);
+    int has_out = (coll != 1 || rank == root) && !(coll == 3 && rank == 0);
+    int lo = 0, hi = coll <= 1 ? size : coll == 2 ? rank + 1 : rank;
+    *ok = 1;
+    for (size_t i = 0; i < mine && has_out && *ok; i++) {
+        unsigned v = 0;
+        for (int r = lo; r < hi; r++) v += pat(i, seed + r);
+        *ok = out[i] == (unsigned char)v;
+    }
+    free(in);
+    free(out);
+    return c;
+}
+
+static void by_case(int nb, int coll, int root, int bad, size_t m, size_t n, int seed) {
+    alarm(30);
+    int ok, c = by_run(nb, coll, root, bad, m, n, seed, &ok);
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    int sees = coll == 0 ? rank == bad : coll == 1 ? rank == root : rank > bad || (rank == bad && bad > 0);
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (sees) {
+        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
+    } else if (!(known || (c == MPI_SUCCESS && ok))) {
+        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
+    }
+    for (int k = 0; k < 2; k++) {
+        size_t len = k ? m : 1;
+        int c2 = by_run(nb, coll, root, -1, len, len, seed + k, &ok);
+        if (c2 != MPI_SUCCESS || !ok)
+            FAIL("the correct call of %zu after it got %s%s", len, cname(c2), c2 == MPI_SUCCESS ? " with wrong data" : "");
+    }
+    alarm(0);
+}
+
+static void bytes(void) {
+    static const size_t pairs[][2] = {{1, 2}, {2, 1}, {0, 1}, {1, 0}, {1, 3}, {3, 1}, {2, 3}};
+    int seed = 0;
+    for (int nb = 0; nb < 2; nb++)
+        for (int coll = 0; coll < 4 && (forms >> nb & 1); coll++)
+            for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+                for (int root = 0; root < (coll == 1 ? size : 1); root++)
+                    for (int bad = 0; bad < size; bad++)
+                        by_case(nb, coll, root, bad, pairs[k][0], pairs[k][1], ++seed % 200);
+    if (rank == 0 && !failed) printf("coll_errcounts: one-byte items: ok\n");
+}
+
+/* ---- a scan's length header: 16 bytes of magic, the smallest and the largest length ---- */
+
+static void header_image(unsigned char *b, unsigned long long len) {
+    memcpy(b, "oxmpi scan chain", 16);
+    for (int i = 0; i < 8; i++) b[16 + i] = b[24 + i] = (unsigned char)(len >> (8 * i));
+}
+
+/* MPI_Scan (MPI_Exscan when `exclusive`; `nb`: MPI_Iscan, MPI_Iexscan) of n bytes, MPI_BOR. */
+static int mg_call(int nb, int exclusive, const void *in, void *out, size_t n) {
+    MPI_Request q;
+    int c, w = (int)n;
+    if (!nb)
+        return exclusive ? MPI_Exscan(in, out, w, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD)
+                         : MPI_Scan(in, out, w, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    c = exclusive ? MPI_Iexscan(in, out, w, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &q)
+                  : MPI_Iscan(in, out, w, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &q);
+    return c != MPI_SUCCESS ? c : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* The correct calls (every rank passes the image of a header naming `len`), then rank 0
+ * passing that image against every other rank's `len` bytes. */
+static void mg_case(int nb, int exclusive, unsigned long long len) {
+    const char *name = exclusive ? (nb ? "MPI_Iexscan" : "MPI_Exscan") : (nb ? "MPI_Iscan" : "MPI_Scan");
+    unsigned char in[32], out[32], want[32];
+    header_image(in, len);
+    header_image(want, len);
+    memset(out, 0xee, sizeof out);
+    snprintf(cur, sizeof cur, "%s of 32 bytes, each the image of a header for %llu", name, len);
+    alarm(30);
+    int c = class_of_rc(mg_call(nb, exclusive, in, out, 32));
+    int ok = (exclusive && rank == 0) || !memcmp(out, want, 32);
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (c != MPI_SUCCESS || !ok) {
+        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
+    }
+    snprintf(cur, sizeof cur, "%s: rank 0 passes 32 bytes, the image of a header for the %llu "
+             "every other rank passes", name, len);
+    size_t mine = rank == 0 ? 32 : (size_t)len;
+    unsigned char *a = xmalloc(mine), *b = xmalloc(mine);
+    memset(a, 0, mine);
+    if (rank == 0) header_image(a, len);
+    c = class_of_rc(mg_call(nb, exclusive, a, b, mine));
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    if (survey) {
+        printf("%s: rank %d: %s\n", cur, rank, cname(c));
+        fflush(stdout);
+    } else if (rank > 0 ? !known : !(known || c == MPI_SUCCESS)) {
+        FAIL("got %s%s", cname(c), rank > 0 ? ", expected an error" : "");
+    }
+    free(a);
+    free(b);
+    /* A correct call of the long length afterwards. */
+    size_t L = (size_t)len;
+    a = xmalloc(L);
+    b = xmalloc(L);
+    for (size_t i = 0; i < L; i++) a[i] = (unsigned char)(1u << (rank % 8));
+    c = class_of_rc(mg_call(nb, exclusive, a, b, L));
+    unsigned char v = 0;
+    for (int r = 0; r < (exclusive ? rank : rank + 1); r++) v |= (unsigned char)(1u << (r % 8));
+    ok = 1;
+    for (size_t i = 0; i < L && ok && !(exclusive && rank == 0); i++) ok = b[i] == v;
+    if (c != MPI_SUCCESS || !ok)
+        FAIL("the correct call of %zu bytes after it got %s%s", L, cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
+    free(a);
+    free(b);
+    alarm(0);
+}
+
+static void mg_cases(void) {
+    for (int nb = 0; nb < 2; nb++)
+        for (int exclusive = 0; exclusive < 2 && (forms >> nb & 1); exclusive++) {
+            mg_case(nb, exclusive, 16384);
+            mg_case(nb, exclusive, 65536);
+        }
+    if (rank == 0 && !failed) printf("coll_errcounts: scan header images: ok\n");
+}
+
 /* ---- scatter: one rank's block length differs from the root's ---- */
 
 /* One MPI_Iscatter (MPI_BYTE, out of place or, `inplace`, MPI_IN_PLACE at the root) where
@@ -743,6 +915,7 @@ int main(int argc, char **argv) {
     check_rank_ = rank;
     CHECK(size <= 64);
     int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0, rsmix = 0, twobad = 0, only_sc = 0;
+    int only_bytes = 0, only_magic = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "survey")) survey = 1;
         if (!strcmp(argv[i], "bcast")) only_bcast = 1;
@@ -756,6 +929,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "rsmix")) rsmix = 1;
         if (!strcmp(argv[i], "scatter")) only_sc = 1;
         if (!strcmp(argv[i], "twobad")) twobad = 1;
+        if (!strcmp(argv[i], "bytes")) only_bytes = 1;
+        if (!strcmp(argv[i], "magic")) only_magic = 1;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;
@@ -766,8 +941,11 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* The segment (when there is one) is made by a first collective. */
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!only_a2a && !only_ar && !rd && !rsmix && !only_sc) bcasts();
-    if (!only_bcast && !only_ar && !rd && !rsmix && !only_sc) a2as();
+    int only = only_ar || rd || rsmix || only_sc || only_bytes || only_magic;
+    if (!only_a2a && !only) bcasts();
+    if (!only_bcast && !only) a2as();
+    if (only_bytes) bytes();
+    if (only_magic) mg_cases();
     if (only_sc) scatters();
     if (rsmix) rs_mixed();
     if (only_ar && !twobad) allreduces();

@@ -22,6 +22,23 @@ impl CollComm {
         }
     }
 
+    /// [`CollComm::isend_raw`] of a marked message (an error marker, a scan's length
+    /// header): its receiver's status shows [`oxmpi_engine::TAG_MARK`] on the tag, so it
+    /// tells the message from data of the same length.
+    ///
+    /// # Safety
+    /// `p` valid for `len` bytes until the request completes.
+    pub(crate) unsafe fn isend_marked_raw(
+        &self,
+        p: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+    ) -> Result<ReqId> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.e.isend_marked(p, len, dest, tag, self.shadow) }
+    }
+
     /// # Safety
     /// `p` valid for writes of `len` bytes until the request completes.
     pub(crate) unsafe fn irecv_raw(
@@ -84,8 +101,9 @@ impl CollComm {
     }
 
     /// Posts a nonblocking send on `tag` to every rank but `skip`, in rank order, of its
-    /// block (`block(i)` for rank `i`), and returns the requests; a failed post abandons
-    /// those already posted ([`CollComm::abandon`]) and is returned.
+    /// block (`block(i)` for rank `i`; `marked`: marked messages, error markers), and
+    /// returns the requests; a failed post abandons those already posted
+    /// ([`CollComm::abandon`]) and is returned.
     ///
     /// # Safety
     /// Every block stays valid and unchanged until the requests are waited for.
@@ -93,6 +111,7 @@ impl CollComm {
         &self,
         skip: i32,
         tag: i32,
+        marked: bool,
         block: impl Fn(usize) -> &'b [u8],
     ) -> Result<Vec<(ReqId, i32)>> {
         let mut reqs = Vec::new();
@@ -100,7 +119,14 @@ impl CollComm {
             let b = block(i as usize);
             // SAFETY: the caller keeps `b` valid and unchanged until the requests are
             // waited for.
-            match unsafe { self.isend_raw(b.as_ptr(), b.len(), i, tag) } {
+            let sent = unsafe {
+                if marked {
+                    self.isend_marked_raw(b.as_ptr(), b.len(), i, tag)
+                } else {
+                    self.isend_raw(b.as_ptr(), b.len(), i, tag)
+                }
+            };
+            match sent {
                 Ok(q) => reqs.push((q, i)),
                 Err(e) => {
                     self.abandon(&reqs);

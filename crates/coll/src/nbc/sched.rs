@@ -33,7 +33,7 @@ use crate::sm::nb::{Progress, SmNb, SCATTER_MSG_MARK};
 use crate::sm::{Seg, SmKind};
 use crate::tune::{self, Coll};
 use crate::{arg_err, CollComm, Result};
-use oxmpi_engine::{Error, ErrorClass, ReqId, PROC_NULL};
+use oxmpi_engine::{Error, ErrorClass, ReqId, PROC_NULL, TAG_MARK};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -305,7 +305,8 @@ struct ScanCheck {
     below: ScanLens,
     /// The watched receive in flight ([`Step::Watch`]).
     watch: Option<ReqId>,
-    /// What it got: bytes, and whether the message was longer than its room.
+    /// What it got: bytes, and whether the message is no header whatever its bytes
+    /// (longer than its room, or not marked: a partial; see [`oxmpi_engine::TAG_MARK`]).
     got: Option<(usize, bool)>,
     /// Rounds of the plan; the drain's are added after them.
     planned: usize,
@@ -899,10 +900,13 @@ impl Schedule {
                         self.pending.swap_remove(i);
                         let want = self.want.swap_remove(i);
                         let truncated = st.error == Some(ErrorClass::Truncate);
+                        // An error marker or a scan's length header (whatever its length).
+                        let marked = st.error.is_none() && st.tag & TAG_MARK != 0;
                         // A scan check's watched receive: what came, for its round's end.
                         let watched = match self.scan.as_mut() {
                             Some(c) if c.watch == Some(r) => {
-                                (c.watch, c.got) = (None, Some((st.count_bytes, truncated)));
+                                let no_header = truncated || !marked;
+                                (c.watch, c.got) = (None, Some((st.count_bytes, no_header)));
                                 true
                             }
                             _ => false,
@@ -913,6 +917,17 @@ impl Schedule {
                             let got = if truncated { want + 1 } else { st.count_bytes };
                             let what = format!("nonblocking reduction: from rank {peer}");
                             self.late.get_or_insert(lengths_error(&what, got, want));
+                        } else if want != usize::MAX && marked {
+                            // The error marker (or a header) of our length: as above.
+                            self.late.get_or_insert_with(|| {
+                                arg_err(
+                                    ErrorClass::Count,
+                                    format!(
+                                        "nonblocking reduction: an error marker from rank \
+                                         {peer} (another rank's count differs)"
+                                    ),
+                                )
+                            });
                         } else if watched && want == usize::MAX {
                             // Any length goes (a header's room: a partial, a marker).
                         } else if let Some(b) =
@@ -1258,16 +1273,27 @@ impl Schedule {
                 let mut p = self.regions[at.0].ptr_len().0.wrapping_add(at.1);
                 let tag = self.tag + (i32::from(lane.sub) << 16);
                 let mut len = len;
+                // A scan's length header goes marked (its receiver tells it from a partial
+                // of its bytes by the mark).
+                let mut marked = !recv
+                    && self
+                        .scan
+                        .as_ref()
+                        .is_some_and(|c| c.chain && at.0 == c.hout);
                 if !recv && self.exact && self.late.is_some() {
                     // An exact schedule that received a wrong length sends the marker in
-                    // place of its (spoilt) partial results: the receiver fails too.
+                    // place of its (spoilt) partial results, a marked message: the receiver
+                    // fails too, whatever length it expects.
                     let m = crate::tuned::marker(len);
-                    (p, len) = (m.as_ptr().cast_mut(), m.len());
+                    (p, len, marked) = (m.as_ptr().cast_mut(), m.len(), true);
                 }
                 let r = if recv {
                     // SAFETY: the step is within its region (validated); regions stay valid
                     // until completion (owned, or the MPI caller's contract).
                     unsafe { link.irecv_raw(p, len, peer, tag) }
+                } else if marked {
+                    // SAFETY: as above (a header's region, or the static marker, only read).
+                    unsafe { link.isend_marked_raw(p, len, peer, tag) }
                 } else {
                     // SAFETY: as above (or the static marker, only read).
                     unsafe { link.isend_raw(p, len, peer, tag) }

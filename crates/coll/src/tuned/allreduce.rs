@@ -4,8 +4,10 @@
 //! Every exchange is exact ([`Exact`]): a message whose length differs from its receive
 //! (erroneous counts: MPI requires the same count on every rank) is recorded, the rounds go
 //! on (the other ranks wait for our messages), and from then on each of our sends carries a
-//! one-byte error marker in place of data ([`marker`]), which the receiver in turn sees as a
-//! length that differs from its receive. So an error spreads along the same paths as the
+//! one-byte error marker in place of data ([`marker`]), a marked message
+//! ([`oxmpi_engine::TAG_MARK`] on its tag), which the receiver in turn sees as an error
+//! whatever length it expects (even one byte: the mark, not the length, tells the marker
+//! from data). So an error spreads along the same paths as the
 //! partial results it would have spoilt: a rank that got success received only data in
 //! which no erroneous contribution took part. The error is returned after the last round.
 //! A rank of recursive doubling that saw an error also runs the rounds of the large-vector
@@ -21,21 +23,45 @@ use crate::base::helpers::{
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Op, Result};
-use oxmpi_engine::ErrorClass;
+use oxmpi_engine::{ErrorClass, ReqId, TAG_MARK};
 
 /// What an allreduce's exchanges have seen: `None` while every message had the length of
 /// its receive, else the first error (reported once the rounds ran).
 #[derive(Default)]
 pub(crate) struct Exact(pub(crate) Option<oxmpi_engine::Error>);
 
-/// The bytes an erroneous rank sends in place of `len` bytes of data: one byte (never a
-/// whole item of an op whose item is larger), or none when `len` is one byte.
+/// The bytes an erroneous rank sends in place of `len` bytes of data, as a marked message
+/// ([`CollComm::isend_or_marker`]): one byte (never a whole item of an op whose item is
+/// larger), or none when `len` is one byte, so that its length differs too (under `pml
+/// cm`, which sends it unmarked, the length alone tells it, except to a receive of
+/// exactly its length).
 pub(crate) fn marker(len: usize) -> &'static [u8] {
     static MARK: [u8; 1] = [0];
     &MARK[..usize::from(len != 1)]
 }
 
 impl CollComm {
+    /// Starts the send of `slen` bytes at `s` to `dest` with `tag`, or (`marked`: we saw
+    /// an error) of the error marker in their place, a marked message.
+    ///
+    /// # Safety
+    /// `s` readable for `slen` bytes until the request completes.
+    pub(crate) unsafe fn isend_or_marker(
+        &self,
+        (s, slen, dest): (*const u8, usize, i32),
+        marked: bool,
+        tag: i32,
+    ) -> Result<ReqId> {
+        if marked {
+            let m = marker(slen);
+            // SAFETY: the marker is static.
+            unsafe { self.isend_marked_raw(m.as_ptr(), m.len(), dest, tag) }
+        } else {
+            // SAFETY: caller guarantee.
+            unsafe { self.isend_raw(s, slen, dest, tag) }
+        }
+    }
+
     /// Sends `s` (`slen` bytes, or the error marker once `x` holds an error) to `dest` and
     /// receives `rlen` bytes from `src` into `r`, messages of `tag` (the allreduce's, or
     /// another collective's exact exchanges: the ring reduce-scatter); a received length
@@ -51,14 +77,10 @@ impl CollComm {
         (r, rlen, src): (*mut u8, usize, i32),
         tag: i32,
     ) -> Result<()> {
-        let (s, slen) = match x.0 {
-            Some(_) => (marker(slen).as_ptr(), marker(slen).len()),
-            None => (s, slen),
-        };
-        // SAFETY: caller guarantee (the marker is static); both requests are waited for.
+        // SAFETY: caller guarantee; both requests are waited for.
         let rr = unsafe { self.irecv_raw(r, rlen, src, tag) }?;
         // SAFETY: as above.
-        let sr = match unsafe { self.isend_raw(s, slen, dest, tag) } {
+        let sr = match unsafe { self.isend_or_marker((s, slen, dest), x.0.is_some(), tag) } {
             Ok(q) => q,
             Err(e) => {
                 self.abandon(&[(rr, src)]);
@@ -72,10 +94,11 @@ impl CollComm {
     }
 
     /// One exact exchange with either side optional: sends `slen` bytes at `s` to `dest`
-    /// (the marker once `x` holds an error) and receives from `src` into `room` bytes at
-    /// `r`, where `want` are expected (a longer message that fits is received whole and
-    /// recorded in `x` as another length). Returns the received length (`None`: nothing
-    /// received, or the message did not fit).
+    /// (the marker once `x` holds an error; `mark`: marked in any case, a scan's length
+    /// header) and receives from `src` into `room` bytes at `r`, where `want` are expected
+    /// (a longer message that fits is received whole and recorded in `x` as another
+    /// length; a marked one is recorded too). Returns the received length and whether the
+    /// message was marked (`None`: nothing received, or the message did not fit).
     ///
     /// # Safety
     /// `s` readable for `slen` bytes, `r` writable for `room` bytes, not overlapping.
@@ -85,7 +108,8 @@ impl CollComm {
         send: Option<(*const u8, usize, i32)>,
         recv: Option<(*mut u8, usize, usize, i32)>,
         tag: i32,
-    ) -> Result<Option<usize>> {
+        mark: bool,
+    ) -> Result<Option<(usize, bool)>> {
         let rr = match recv {
             // SAFETY: caller guarantee; waited for below (or abandoned).
             Some((r, room, _, src)) => Some((unsafe { self.irecv_raw(r, room, src, tag) }?, src)),
@@ -93,12 +117,15 @@ impl CollComm {
         };
         let sr = match send {
             Some((s, slen, dest)) => {
-                let (s, slen) = match x.0 {
-                    Some(_) => (marker(slen).as_ptr(), marker(slen).len()),
-                    None => (s, slen),
+                // SAFETY: caller guarantee; waited for below.
+                let sent = unsafe {
+                    if mark {
+                        self.isend_marked_raw(s, slen, dest, tag)
+                    } else {
+                        self.isend_or_marker((s, slen, dest), x.0.is_some(), tag)
+                    }
                 };
-                // SAFETY: caller guarantee (the marker is static); waited for below.
-                match unsafe { self.isend_raw(s, slen, dest, tag) } {
+                match sent {
                     Ok(q) => Some((q, dest)),
                     Err(e) => {
                         if let Some(q) = rr {
@@ -117,7 +144,10 @@ impl CollComm {
         }
         match (rst, recv) {
             (Some(st), Some((_, _, want, src))) => {
-                let got = st.error.is_none().then_some(st.count_bytes);
+                let got = st
+                    .error
+                    .is_none()
+                    .then_some((st.count_bytes, st.tag & TAG_MARK != 0));
                 self.exact_status(x, st, want, src)?;
                 Ok(got)
             }
@@ -146,7 +176,15 @@ impl CollComm {
 
     /// Sends `s` to `dest` with `tag` (the marker once `x` holds an error).
     pub(crate) fn xsend(&self, x: &Exact, s: &[u8], dest: i32, tag: i32) -> Result<()> {
-        self.send(if x.0.is_some() { marker(s.len()) } else { s }, dest, tag)
+        self.send_or_marker(s, x.0.is_some(), dest, tag)
+    }
+
+    /// Sends `s` to `dest` with `tag`, or (`marked`) the error marker in its place.
+    pub(crate) fn send_or_marker(&self, s: &[u8], marked: bool, dest: i32, tag: i32) -> Result<()> {
+        // SAFETY: `s` outlives the wait.
+        let q = unsafe { self.isend_or_marker((s.as_ptr(), s.len(), dest), marked, tag) }?;
+        let st = self.e.wait(q);
+        self.check(st, "send", dest).map(|_| ())
     }
 
     /// Receives `r.len()` bytes of `tag` from `src`; another length goes into `x`.
@@ -157,8 +195,9 @@ impl CollComm {
         self.exact_status(x, st, r.len(), src)
     }
 
-    /// A receive's status: a length other than `want` (or a truncation) is recorded in `x`;
-    /// another failure is returned.
+    /// A receive's status: a length other than `want` (or a truncation), or a marked
+    /// message (an error marker, whatever its length), is recorded in `x`; another failure
+    /// is returned.
     pub(crate) fn exact_status(
         &self,
         x: &mut Exact,
@@ -182,6 +221,19 @@ impl CollComm {
                         } else {
                             got.to_string()
                         }
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if st.error.is_none() && st.tag & TAG_MARK != 0 {
+            if x.0.is_none() {
+                x.0 = Some(arg_err(
+                    ErrorClass::Count,
+                    format!(
+                        "rank {} received an error marker from rank {src} in place of {want} \
+                         bytes (another rank's count differs)",
+                        self.rank
                     ),
                 ));
             }

@@ -209,7 +209,7 @@ impl CollComm {
         }
         // SAFETY: the blocks are in bounds (checked); `send` outlives the waitall.
         let reqs = unsafe {
-            self.isend_blocks(root, TAG_SCATTER, |i| {
+            self.isend_blocks(root, TAG_SCATTER, false, |i| {
                 &send[displs[i]..displs[i] + counts[i]]
             })
         }?;

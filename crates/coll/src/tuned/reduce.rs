@@ -19,14 +19,14 @@ use oxmpi_engine::ErrorClass;
 fn scan_header(
     x: &mut Exact,
     below: &mut ScanLens,
-    got: Option<usize>,
+    got: Option<(usize, bool)>,
     buf: &[u8],
     lower: bool,
     n: usize,
 ) {
     let h = match got
-        .filter(|&l| l == SCAN_HDR)
-        .and_then(|l| ScanLens::parse(&buf[..l]))
+        .filter(|&(l, marked)| marked && l == SCAN_HDR)
+        .and_then(|(l, _)| ScanLens::parse(&buf[..l]))
     {
         Some(h) => h,
         None => {
@@ -143,8 +143,7 @@ impl CollComm {
                     // The root waits for our message whatever we saw: the marker when
                     // the tree failed (erroneous counts), so that the root fails too.
                     let got = self.reduce_binomial_into(send, acc, troot, op, TAG_REDUCE);
-                    let out: &[u8] = if got.is_ok() { acc } else { marker(n) };
-                    self.send(out, root, TAG_REDUCE)?;
+                    self.send_or_marker(acc, got.is_err(), root, TAG_REDUCE)?;
                     return got;
                 }
             }
@@ -436,7 +435,7 @@ impl CollComm {
             }
         };
         // SAFETY: each block (inside `buf`, or the static marker) outlives the waitall.
-        let reqs = unsafe { self.isend_blocks(0, TAG_REDSCAT, block) }?;
+        let reqs = unsafe { self.isend_blocks(0, TAG_REDSCAT, got.is_err(), block) }?;
         if got.is_ok() {
             recv.copy_from_slice(&buf[displs[0]..displs[0] + counts[0]]);
         }
@@ -561,7 +560,13 @@ impl CollComm {
                 // SAFETY: `part` (our input or partial) and `recv` are distinct buffers,
                 // `recv` writable for `n == room` bytes; both outlive the exchange.
                 let got = unsafe {
-                    self.xchg_room(&mut x, sent, Some((recv.as_mut_ptr(), n, n, d)), TAG_SCAN)
+                    self.xchg_room(
+                        &mut x,
+                        sent,
+                        Some((recv.as_mut_ptr(), n, n, d)),
+                        TAG_SCAN,
+                        false,
+                    )
                 }?;
                 if mixed {
                     scan_header(&mut x, &mut below, got, recv, d < r, n);
@@ -575,7 +580,13 @@ impl CollComm {
                 // SAFETY: `tb` (scratch of `room` bytes) is distinct from `part`; both
                 // outlive the exchange.
                 let got = unsafe {
-                    self.xchg_room(&mut x, sent, Some((tb.as_mut_ptr(), room, n, d)), TAG_SCAN)
+                    self.xchg_room(
+                        &mut x,
+                        sent,
+                        Some((tb.as_mut_ptr(), room, n, d)),
+                        TAG_SCAN,
+                        false,
+                    )
                 }?;
                 if mixed {
                     scan_header(&mut x, &mut below, got, tb, d < r, n);
@@ -651,7 +662,8 @@ impl CollComm {
         for rd in scan_rounds(r, self.size) {
             let out = part.encode();
             let mut got = [0u8; SCAN_HDR];
-            // A header always goes out (no marker): a fresh record for each exchange.
+            // A header always goes out (a marked message, never the error marker): a fresh
+            // record for each exchange.
             let mut x = Exact::default();
             // SAFETY: `out` and `got` are distinct stack buffers of `SCAN_HDR` bytes that
             // outlive the exchange.
@@ -662,11 +674,15 @@ impl CollComm {
                     rd.recv
                         .then_some((got.as_mut_ptr(), SCAN_HDR, SCAN_HDR, rd.peer)),
                     TAG_SCAN,
+                    true,
                 )
             }?;
             if rd.recv {
+                // A header is a marked message of its length: a partial of that length
+                // (whatever its bytes) or an error marker is not one.
                 let t = len
-                    .and_then(|l| ScanLens::parse(&got[..l]))
+                    .filter(|&(l, marked)| marked && l == SCAN_HDR)
+                    .and_then(|(l, _)| ScanLens::parse(&got[..l]))
                     .unwrap_or(ScanLens::OTHER);
                 if rd.peer < r {
                     below = below.with(t);
@@ -837,13 +853,10 @@ impl CollComm {
                     (true, None) => continue, // the last rank passes nothing on
                 };
                 if let Some(next) = next {
-                    let (from, m) = match x.0 {
-                        Some(_) => (marker(m).as_ptr(), marker(m).len()),
-                        None => (from.wrapping_add(o).cast_const(), m),
-                    };
+                    let from = from.wrapping_add(o).cast_const();
                     // SAFETY: segment `o..o + m` of `recv` or `tmp`, final now and unchanged
                     // until the waitall below (or the static marker, only read).
-                    match unsafe { self.isend_raw(from, m, next, tag) } {
+                    match unsafe { self.isend_or_marker((from, m, next), x.0.is_some(), tag) } {
                         Ok(q) => reqs.push((q, next)),
                         Err(e) => break 'run Err(e),
                     }

@@ -19,7 +19,7 @@
 use std::collections::{HashMap as StdHashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::{ANY_SOURCE, ANY_TAG};
+use crate::{ANY_SOURCE, ANY_TAG, TAG_MARK};
 
 /// A fast, non-cryptographic hasher for small integer keys (ranks, context ids, request
 /// ids); the engine's maps are keyed by values the local process or its job chose.
@@ -189,9 +189,10 @@ fn take_at<T>(q: &mut VecDeque<T>, i: usize) -> Option<T> {
     }
 }
 
+/// A message of tag `have` (with or without [`TAG_MARK`]) for a receive of `want`.
 #[inline]
 fn tag_matches(want: i32, have: i32) -> bool {
-    want == ANY_TAG || want == have
+    want == ANY_TAG || want == have & !TAG_MARK
 }
 
 /// Context ids below this are kept in a vector indexed by the id (world, self and the
@@ -578,6 +579,27 @@ mod tests {
                 None
             }
         }
+    }
+
+    /// A marked message ([`TAG_MARK`]) is one of its tag without the mark: it matches a
+    /// receive of that tag (posted before or after it arrived) and a wildcard, no other
+    /// tag, and keeps its order among its source's messages.
+    #[test]
+    fn marked_messages_match_their_tag() {
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        assert_eq!(m.post(0, 1, 5, 1), None);
+        assert_eq!(m.post(0, ANY_SOURCE, 6, 2), None);
+        assert_eq!(arrive(&mut m, env(0, 1, 6 | TAG_MARK), 100), Some(2));
+        assert_eq!(arrive(&mut m, env(0, 1, 5 | TAG_MARK), 101), Some(1));
+        assert_eq!(arrive(&mut m, env(0, 1, 7 | TAG_MARK), 102), None);
+        assert_eq!(arrive(&mut m, env(0, 1, 5), 103), None);
+        assert_eq!(m.post(0, 1, 5, 3), Some((env(0, 1, 5), 103)));
+        assert_eq!(m.post(0, 1, 8, 4), None);
+        assert_eq!(
+            m.post(0, 1, ANY_TAG, 5),
+            Some((env(0, 1, 7 | TAG_MARK), 102))
+        );
+        assert_eq!(m.queued(), (1, 0));
     }
 
     #[test]

@@ -406,7 +406,7 @@ impl State {
         if hdr.kind != K_EAGER
             || hdr.ctx != d.ctx
             || hdr.src != d.src
-            || (tag != ANY_TAG && hdr.tag != tag)
+            || (tag != ANY_TAG && hdr.tag & !crate::TAG_MARK != tag)
         {
             // Left in the link (not released): the general path handles it next (a
             // sleeper's descriptors do not show it).

@@ -12,7 +12,9 @@ use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, SendMode, Status, PROC_NULL, TAG_UB};
 
 impl State {
-    /// Checks the arguments of a send and starts it.
+    /// Checks the arguments of a send and starts it; `mark` is 0, or
+    /// [`TAG_MARK`](crate::TAG_MARK) for a marked message (`tag` checked alone, sent as
+    /// `tag | mark`).
     ///
     /// # Safety
     /// As for [`Engine::isend`](crate::Engine::isend).
@@ -21,6 +23,7 @@ impl State {
     // entry point to the link (each call boundary cost about 25 instructions of the ~500 of
     // an `MPI_Isend`).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn start_send(
         &mut self,
         buf: *const u8,
@@ -29,6 +32,7 @@ impl State {
         tag: i32,
         comm: CommId,
         mode: SendMode,
+        mark: i32,
     ) -> Result<Started, Error> {
         self.check_live()?;
         let (ctx, my, n, dest_world) = {
@@ -60,11 +64,17 @@ impl State {
         if self.comms_watched != 0 {
             self.comm_sent(comm, dest, len);
         }
-        let env = Envelope { ctx, src: my, tag };
         if self.cm.is_some() {
+            // Unmarked: `pml cm`'s tag layout has no room for the mark.
+            let env = Envelope { ctx, src: my, tag };
             // SAFETY: forwarded caller guarantee.
             return unsafe { self.cm_send(env, dest, dest_world, buf, len, mode) };
         }
+        let env = Envelope {
+            ctx,
+            src: my,
+            tag: tag | mark,
+        };
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
     }

@@ -23,6 +23,8 @@ impl State {
     /// ([`State::served`]).
     #[inline]
     pub(crate) fn arrived_on(&mut self, ctx: u32, tag: i32) {
+        // A marked message is one of its tag without the mark.
+        let tag = tag & !crate::TAG_MARK;
         if !self.served.contains(&(ctx, tag))
             && self
                 .sleepers
