@@ -659,7 +659,8 @@ fn pingpong_method(o: &mut String, pp: Option<crate::config::PingpongOpts>) {
          per launch, every round over all sizes in mpi4py's ascending order (a size follows the \
          one below it, as in a user's sweep), a tenth of the round trips as warm-ups before each; \
          a cell is the median over repetitions (one launch each, the implementations \
-         interleaved) of each launch's median over its rounds. The CSV's `values` are a launch's \
+         interleaved, each repetition beginning with the next one after the physical probes) \
+         of each launch's median over its rounds. The CSV's `values` are a launch's \
          rounds, `iters` the round trips of one round (calibrated per size and launch).\n"
     );
 }

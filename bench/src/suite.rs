@@ -686,6 +686,12 @@ pub(crate) fn mpi4py_env(cfg: &Config, p: &Prepared) -> Result<Vec<(String, Stri
     ])
 }
 
+/// The order of `n` implementations in repetition `rep`: all of them, beginning with
+/// implementation `rep % n`, so that over `n` repetitions each comes first once.
+pub(crate) fn rotated(rep: u32, n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |k| (k + rep as usize) % n)
+}
+
 /// Runs the repetitions.
 pub struct Runner<'a> {
     pub(crate) cfg: &'a Config,
@@ -1342,10 +1348,14 @@ impl<'a> Runner<'a> {
     pub fn repetition(&mut self, rep: u32, impls: &[Prepared]) {
         self.physical(rep);
         if self.cfg.pingpong_only {
-            for p in impls {
-                if p.imp.spawn_only || p.imp.pt2pt_only || p.imp.overhead_only {
-                    continue;
-                }
+            // The first launch of a repetition follows the physical probes (memcpy of up to
+            // 64 MiB, a CMA read of 4 MiB, forks): each repetition begins with another
+            // implementation, so that none always comes right after them.
+            let runs: Vec<&Prepared> = impls
+                .iter()
+                .filter(|p| !(p.imp.spawn_only || p.imp.pt2pt_only || p.imp.overhead_only))
+                .collect();
+            for p in rotated(rep, runs.len()).map(|i| runs[i]) {
                 eprintln!(
                     "bench: rep {} / {}: {} mpi4py ping-pong",
                     rep + 1,
@@ -1773,6 +1783,17 @@ done
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_implementation_comes_first_after_the_probes_once_in_n_repetitions() {
+        let order = |rep| rotated(rep, 3).collect::<Vec<_>>();
+        assert_eq!(order(0), [0, 1, 2]);
+        assert_eq!(order(1), [1, 2, 0]);
+        assert_eq!(order(2), [2, 0, 1]);
+        assert_eq!(order(3), [0, 1, 2]);
+        assert_eq!(rotated(7, 1).collect::<Vec<_>>(), [0]);
+        assert_eq!(rotated(4, 0).count(), 0);
+    }
 
     #[test]
     fn a_launch_counts_as_far_when_either_probe_is() {
