@@ -336,28 +336,6 @@ fn alltoall_push_np8() {
 fn allgather_pair_ways_np2() {
     run(2, "ag-pair", &[]);
 }
-/// Allgather(v)s on more than 2 ranks of blocks too large for a segment buffer, 60 in a
-/// row, each rank writing its block into every other rank's buffer
-/// (`coll_sm_allgather_push_min` low, [`ag_push_suite`]); and the same read by the
-/// receivers (the parameter 0).
-#[test]
-fn allgather_push_np3() {
-    run(3, "ag-push", &[AG_PUSH_ON]);
-}
-#[test]
-fn allgather_push_np8() {
-    run(8, "ag-push", &[AG_PUSH_ON]);
-}
-#[test]
-fn allgather_push_off_np4() {
-    run(
-        4,
-        "ag-pull",
-        &[("OXMPI_MCA_coll_sm_allgather_push_min", "0")],
-    );
-}
-/// Allgather push on from 8 KiB (below every block of [`ag_push_suite`]).
-const AG_PUSH_ON: (&str, &str) = ("OXMPI_MCA_coll_sm_allgather_push_min", "8192");
 /// The same exchanges read by the receivers instead: push off by parameter, and with
 /// `process_vm_writev` denied by a seccomp filter (the probe finds the read allowed and the
 /// write not: every rank reads).
@@ -867,10 +845,6 @@ fn rank_entry() {
         "ag-pair" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             ag_pair_suite(&w);
-        }
-        "ag-push" | "ag-pull" => {
-            let w = CollComm::new(e, e.comm_world()).unwrap();
-            ag_push_suite(&w, scenario == "ag-push");
         }
         "a2a-push" | "a2a-pull" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2295,82 +2269,6 @@ fn ag_pair_suite(c: &CollComm) {
         read > 0 && read < calls,
         "rank {r}: {read} of {calls} calls read (both ways must run)"
     );
-}
-
-/// Allgathers and allgatherv(s) on more than 2 ranks of blocks too large for a segment
-/// buffer (8-160 KiB, in place every third call, uneven blocks with one rank's empty in
-/// odd calls), 60 in a row through `base::select`, by cross-memory copies. Each call gets
-/// a fresh receive buffer filled with 0xa5, its blocks at an offset and with gaps that
-/// differ per call and per rank (the receive layouts differ); after the call every block
-/// must hold this call's data and the gaps 0xa5 (a writer at a wrong layout, or a rank
-/// that left before its writers were done, shows here); the last 10 receive buffers stay
-/// alive and must not change in later calls (a write into a stale layout shows there).
-/// `push`: every call wrote the blocks into the receivers' buffers (when CMA may write
-/// everywhere), else none did.
-fn ag_push_suite(c: &CollComm, push: bool) {
-    use oxmpi_coll::sm;
-    use std::collections::VecDeque;
-    let (p, r) = (c.size as usize, c.rank as usize);
-    assert!(p > 2, "ag-push runs on more than 2 ranks");
-    let seg = sm::get(c, Coll::Allgather).unwrap().expect("a segment");
-    let before = seg.allgather_pushes();
-    let mut kept: VecDeque<(u64, Vec<u8>, Vec<u8>)> = VecDeque::new();
-    let calls = 60u64;
-    for it in 0..calls {
-        let i = it as usize;
-        let block = (8 << 10) + (i % 4) * (50 << 10) + i;
-        let even = i % 2 == 0;
-        let counts: Vec<usize> = (0..p)
-            .map(|j| match j {
-                _ if even => block,
-                _ if j == i % p => 0,
-                _ => block / (1 + j % 3) + j,
-            })
-            .collect();
-        let lead = 1 + (i + r) % 7;
-        // Even calls: the blocks back to back (an allgather); odd: gaps between them that
-        // differ per rank.
-        let gap = if even { 0 } else { 1 + (i + r) % 5 };
-        let displs: Vec<usize> = prefix(&counts, gap).iter().map(|d| d + lead).collect();
-        let len = displs[p - 1] + counts[p - 1] + 3;
-        let mut buf = vec![0xa5u8; len];
-        let xs: Vec<Vec<u8>> = (0..p).map(|j| contrib(counts[j], it, j, 81)).collect();
-        let in_place = i % 3 == 2;
-        if in_place {
-            buf[displs[r]..displs[r] + counts[r]].copy_from_slice(&xs[r]);
-        }
-        let own = (!in_place).then_some(&xs[r][..]);
-        if even {
-            select::allgather(c, &mut buf[lead..lead + p * block], block, own).unwrap();
-        } else {
-            select::allgatherv(c, &mut buf, (&counts, &displs), own).unwrap();
-        }
-        for j in 0..p {
-            let (d, n) = (displs[j], counts[j]);
-            assert!(
-                buf[d..d + n] == xs[j][..],
-                "call {it} (in place {in_place}): the block of rank {j} on rank {r}"
-            );
-            let end = if j + 1 < p { displs[j + 1] } else { len };
-            assert!(
-                buf[d + n..end].iter().all(|&b| b == 0xa5),
-                "call {it}: the gap after the block of rank {j} on rank {r} was written"
-            );
-        }
-        assert!(
-            buf[..lead].iter().all(|&b| b == 0xa5),
-            "call {it}: before the blocks on rank {r}"
-        );
-        keep_checking(&mut kept, it, buf, r);
-    }
-    let pushed = seg.allgather_pushes() - before;
-    if push && seg.push_known() {
-        assert_eq!(pushed, calls, "calls that wrote on rank {r}");
-    } else if !push {
-        assert_eq!(pushed, 0, "calls that wrote on rank {r}");
-    } else {
-        eprintln!("ag-push: cross-memory writes not allowed here, the calls read");
-    }
 }
 
 /// Out-of-place alltoalls and alltoallvs of blocks too large for a segment buffer (64-128

@@ -193,24 +193,6 @@ pub const ALLTOALL_PUSH_MIN: ParamDecl = ParamDecl::new(
 )
 .level(7);
 
-/// `coll_sm_allgather_push_min`.
-pub const ALLGATHER_PUSH_MIN: ParamDecl = ParamDecl::new(
-    "coll",
-    "sm",
-    "allgather_push_min",
-    ParamType::Int {
-        min: 0,
-        max: 1 << 30,
-    },
-    "1048576",
-    "Allgather(v)s on more than 2 ranks whose blocks move by cross-memory copies (too \
-     large for a shared-memory buffer): when rank 0's largest block is at least this many \
-     bytes, each rank writes its block into every other rank's receive buffer \
-     (process_vm_writev, from its own block, which stays in its cache) instead of reading \
-     every other rank's block (process_vm_readv); 0: always read",
-)
-.level(7);
-
 /// `coll_sm_nonblocking_push_min`.
 pub const NONBLOCKING_PUSH_MIN: ParamDecl = ParamDecl::new(
     "coll",
@@ -328,14 +310,6 @@ pub fn single_copy_max_for(p: usize) -> usize {
 pub fn alltoall_push_min() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     *MIN.get_or_init(|| usize::try_from(params::int(&ALLTOALL_PUSH_MIN)).unwrap_or(0))
-}
-
-/// `coll_sm_allgather_push_min`: the smallest largest block (bytes) of an allgather(v) on
-/// more than 2 ranks by cross-memory copies whose ranks write their blocks into place (0:
-/// none; [`super::Seg::allgatherv_cma`]).
-pub fn allgather_push_min() -> usize {
-    static MIN: OnceLock<usize> = OnceLock::new();
-    *MIN.get_or_init(|| usize::try_from(params::int(&ALLGATHER_PUSH_MIN)).unwrap_or(0))
 }
 
 /// `coll_sm_spin_first`: looks at a flag before a waiting rank that yields when idle

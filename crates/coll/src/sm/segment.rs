@@ -322,9 +322,6 @@ pub struct Seg {
     sink: AtomicU8,
     /// Alltoall(v)s whose blocks we wrote into the receivers' buffers ([`Seg::pushes`]).
     pushes: AtomicU64,
-    /// Allgather(v)s on more than 2 ranks whose blocks we wrote into the other ranks'
-    /// buffers ([`Seg::allgather_pushes`]).
-    ag_pushes: AtomicU64,
     /// Allgather(v)s on 2 ranks that read the peer's block rather than wrote ours
     /// ([`Seg::pair_reads`]).
     pair_reads: AtomicU64,
@@ -471,7 +468,6 @@ impl Seg {
             push: AtomicU8::new(cma::CMA_UNKNOWN),
             sink: AtomicU8::new(0),
             pushes: AtomicU64::new(0),
-            ag_pushes: AtomicU64::new(0),
             pair_reads: AtomicU64::new(0),
             eng,
             ring_ahead: AtomicUsize::new(0),

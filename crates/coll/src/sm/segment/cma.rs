@@ -130,15 +130,12 @@ const RECV: usize = 5;
 /// Largest communicator whose address table, with a receive layout, fits a buffer.
 const _: () = assert!(8 * (HEAD + 4 * 64) <= DATA);
 
-/// Word of an allgather's address table on `p` ranks after the table and the receive
-/// layout: rank 0's choice, [`PAIR_WRITE`] or [`PAIR_READ`] ([`pair_choice`] on 2 ranks,
-/// `coll_sm_allgather_push_min` on more).
-const fn choice_word(p: usize) -> usize {
-    HEAD + 4 * p
-}
+/// Word of a 2-rank allgather's address table after the table and the receive layout:
+/// rank 0's choice, [`PAIR_WRITE`] or [`PAIR_READ`] ([`pair_choice`]).
+const PAIR_CHOICE: usize = HEAD + 4 * 2;
 const PAIR_WRITE: u64 = 1;
 const PAIR_READ: u64 = 2;
-const _: () = assert!(8 * (choice_word(64) + 1) <= DATA);
+const _: () = assert!(8 * (PAIR_CHOICE + 1) <= DATA);
 
 /// How a 2-rank allgather(v) of blocks in [`ALLGATHER_PAIR`] moves the blocks: each rank
 /// writes its block into the peer's buffer, or reads the peer's block from where the peer
@@ -439,9 +436,6 @@ impl Seg {
     /// ranks for the blocks of [`ALLGATHER_PAIR`] when CMA reaches the peer. Our block is
     /// in place in `buf` (`own` `None`) or in `own`. On more than 2 ranks every rank posts
     /// the address of its block, then reads every other rank's block straight into `buf`
-    /// (or, when rank 0's largest block is at least `coll_sm_allgather_push_min` and CMA
-    /// may write, every rank also posts its receive layout and writes its block into
-    /// every other rank's buffer, [`Seg::push_all`], as rank 0 posts)
     /// and waits until every rank has read its own: one round of posts, where recursive
     /// doubling or the ring wait `log2 p` or `p - 1` times for a partner (a context switch
     /// each when ranks share cores). On 2 ranks each also posts its receive buffer's
@@ -478,35 +472,25 @@ impl Seg {
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
         let pair = p == 2;
-        // On more than 2 ranks the ranks may write too (rank 0 decides, below): then every
-        // rank needs every other's receive layout.
-        let push_min = if pair || !self.push_known() {
-            0
-        } else {
-            super::super::params::allgather_push_min()
-        };
         let (ours, at) = (vec![mine.len(); p], vec![0; p]);
-        // Where our block is, for readers; on 2 ranks (or when more may write) also where
-        // we want each block, for writers (the layout, when it lies inside `buf`).
-        let layout = (pair || push_min != 0).then_some((&*buf, counts, displs));
+        // Where our block is, for readers; on 2 ranks also where we want each block, for
+        // writers (the layout, when it lies inside `buf`).
+        let layout = pair.then_some((&*buf, counts, displs));
         // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
         unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at), layout) };
-        if me == 0 {
-            let largest = counts.iter().copied().max().unwrap_or(0);
-            // In place writing stays on 2 ranks: far, 256 KiB, it took 36.3 us against
-            // 44.9 reading, and the chooser, tried there too, was 8-16 % slower than
-            // writing always. On more, from `coll_sm_allgather_push_min`.
-            let write = if pair {
-                own.is_none() || pair_choice::next(largest)
+        if pair && me == 0 {
+            // In place writing stays: far, 256 KiB, it took 36.3 us against 44.9 reading,
+            // and the chooser, tried there too, was 8-16 % slower than writing always.
+            let way = if own.is_none() || pair_choice::next(counts[0].max(counts[1])) {
+                PAIR_WRITE
             } else {
-                push_min != 0 && largest >= push_min
+                PAIR_READ
             };
-            let way = if write { PAIR_WRITE } else { PAIR_READ };
             // SAFETY: as above; the word lies within `DATA` (checked at compile time).
             unsafe {
                 self.data(me, k)
                     .cast::<u64>()
-                    .add(choice_word(p))
+                    .add(PAIR_CHOICE)
                     .write_unaligned(way)
             };
         }
@@ -517,19 +501,17 @@ impl Seg {
             copy_own(&mut buf[mine.clone()], o, total);
         }
         self.wait_all(k);
-        // SAFETY: every rank stamped `k` (waited above), not finished yet; rank 0's choice
-        // word lies within its post.
-        let write = unsafe { self.word(0, k, choice_word(p)) } == PAIR_WRITE;
-        if pair || write {
-            // SAFETY: as above.
-            let (posted, layouts) = unsafe {
+        let moved = if pair {
+            // SAFETY: every rank stamped `k` (waited above), not finished yet; rank 0's
+            // choice word lies within its post.
+            let (posted, layouts, way) = unsafe {
                 (
                     (0..p).all(|r| self.word(r, k, 0) == ADDRESSES),
                     (0..p).all(|r| self.word(r, k, RECV) != 0),
+                    self.word(0, k, PAIR_CHOICE),
                 )
             };
             if !posted || !layouts {
-                // Every rank sees the same posts, so every rank fails here alike.
                 self.finish(k);
                 self.reusable(k);
                 return Err(arg_err(
@@ -537,9 +519,8 @@ impl Seg {
                     "allgatherv: a rank's blocks do not fit its receive buffer",
                 ));
             }
-        }
-        let moved = if pair {
             // Both ranks follow rank 0's choice (every rank reads the same post).
+            let write = way == PAIR_WRITE;
             let t = std::time::Instant::now();
             let moved = if write {
                 self.push_all(k, own.unwrap_or(&buf[mine.clone()]), counts)
@@ -553,12 +534,6 @@ impl Seg {
                 pair_choice::record(counts[0].max(counts[1]), write, peer, ns);
             }
             moved
-        } else if write {
-            // Every rank follows rank 0's choice: each CPU copies only from the blocks of
-            // the ranks it runs, which stay in its cache while they are written 7 times
-            // (np=8), instead of reading every other rank's block once.
-            self.ag_pushes.fetch_add(1, Ordering::Relaxed);
-            self.push_all(k, own.unwrap_or(&buf[mine.clone()]), counts)
         } else {
             self.read_all(k, None, (buf, counts, displs))
         };
@@ -608,13 +583,6 @@ impl Seg {
     /// diagnostics).
     pub fn pushes(&self) -> u64 {
         self.pushes.load(Ordering::Relaxed)
-    }
-
-    /// How many allgather(v)s on more than 2 ranks by cross-memory copies wrote our block
-    /// into the other ranks' buffers rather than read theirs (rank 0's choice from
-    /// `coll_sm_allgather_push_min`; for tests and diagnostics).
-    pub fn allgather_pushes(&self) -> u64 {
-        self.ag_pushes.load(Ordering::Relaxed)
     }
 
     /// How many allgather(v)s on 2 ranks by cross-memory copies read the peer's block
