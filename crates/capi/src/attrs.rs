@@ -168,6 +168,7 @@ pub(crate) fn type_copy_attrs(from: c_int, to: c_int) -> MpiResult {
     for (k, v, kv) in attrs {
         if let Some(newv) = call_copy(from, k, kv, v)? {
             let mut st = lock();
+            st.types.note_attrs(to);
             if st
                 .type_attrs
                 .entry(to)
@@ -223,6 +224,7 @@ mpi_fn! {
         st.dtype(datatype)?;
         let kv = live_keyval(&st, keyval)?;
         let old = st.type_attrs.entry(datatype).or_default().insert(keyval, attribute_val as usize);
+        st.types.note_attrs(datatype);
         if old.is_none() {
             attr_added(&mut st, keyval);
         }

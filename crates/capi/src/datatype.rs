@@ -764,7 +764,8 @@ fn register_objs(
     t.aints = aints;
     t.type_objs = objs;
     t.types = types;
-    let h = st.types.insert(Arc::new(t));
+    // The handles were looked up under this lock: the new entry holds the derived ones.
+    let h = st.types.insert_holding(Arc::new(t));
     out(newtype, h, "newtype")
 }
 
@@ -1185,8 +1186,9 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Type_free`: drops the handle's reference (`MPI_Type_get_contents` may have
-    /// returned it more than once); the last one removes the handle (after the delete
-    /// callbacks of its attributes), and the type's object goes with the last user of it.
+    /// returned it more than once); the last one deletes its attributes (their callbacks)
+    /// and removes the handle, or leaves it to `MPI_Type_get_contents` alone while types
+    /// made from it hold it; the type's object goes with the last user of it.
     fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
         // Not the last reference: dropped without the lock.
@@ -1201,7 +1203,9 @@ mpi_fn! {
             // No delete callbacks (no attributes, or they stay with the other references):
             // released under the same lock; the object (if this was its last reference)
             // is dropped after the lock.
-            let t = st.types.release(h);
+            let Some(t) = st.types.release(h) else {
+                mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
+            };
             drop(st);
             drop(t);
             return out(datatype, MPI_DATATYPE_NULL, "datatype");
@@ -1410,7 +1414,8 @@ mpi_fn! {
 /// The constituent types of the type of handle `h` for `MPI_Type_get_contents(_c)`.
 /// Predefined ones as they are; a derived one whose handle still names the object the
 /// type holds as that handle with one more reference (as MPICH and Open MPI return it: one
-/// atomic add, no table entry), and one whose handle is gone (freed, or renamed or
+/// atomic add, no table entry), also when the user has freed it (the type's entry holds the
+/// handle: it comes back to life); one whose handle names another object now (renamed or
 /// committed since, which copies the object: `Arc::make_mut`) as a new handle on the
 /// object. The caller frees each derived one it gets.
 fn contents_types(st: &mut State, h: c_int, datatypes: *mut c_int) -> MpiResult {
@@ -1422,9 +1427,7 @@ fn contents_types(st: &mut State, h: c_int, datatypes: *mut c_int) -> MpiResult 
     }
     let mut gone = false;
     for ((o, &c), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
-        *o = if predefined(c).is_some()
-            || (st.types.get(c).is_some_and(|x| Arc::ptr_eq(x, d)) && st.types.add_ref(c))
-        {
+        *o = if predefined(c).is_some() || st.types.add_ref_to(c, d) {
             c
         } else {
             gone = true;
@@ -2110,9 +2113,9 @@ mod tests {
 
     /// A struct of (vector, contiguous): `get_contents` returns the constituents' own
     /// handles with a reference each, which the frees drop (the first of two without the
-    /// lock) until the last removes the handle; a constituent freed by the user comes back
-    /// as a new handle on the object the struct holds (the struct still works), and one
-    /// committed since (a copy of the object) as a new handle too, uncommitted.
+    /// lock) until the user's last; the struct holds its constituents' handles, so one that
+    /// the user freed is kept (invalid for the user) and comes back as itself, and one
+    /// committed since (a copy of the object) comes back as a new handle, uncommitted.
     #[test]
     fn get_contents_returns_live_constituents_with_a_reference() {
         // SAFETY: valid output handles.
@@ -2125,6 +2128,8 @@ mod tests {
             PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
         });
         let refs = |h| lock().types.refs(h);
+        let held = |h| lock().types.held(h);
+        assert_eq!((held(v), held(c), held(s)), (1, 1, 0));
         assert_eq!(contents2(s, 3, 2), [v, c]);
         assert_eq!(contents2(s, 3, 2), [v, c]);
         assert_eq!((refs(v), refs(c)), (3, 3));
@@ -2132,23 +2137,27 @@ mod tests {
             free(h);
         }
         assert_eq!((refs(v), refs(c)), (1, 1));
-        // The user's last reference of `v`: the handle goes, the struct keeps the object.
+        // The user's last reference of `v`: the struct's hold keeps the entry, which is
+        // no longer the user's (a stale use is an error) ...
         free(v);
-        assert_eq!(refs(v), 0);
-        assert!(lock().types.get(v).is_none());
+        assert_eq!((refs(v), held(v)), (0, 1));
+        assert!(lock().types.is_entry(v) && lock().types.get(v).is_none());
+        assert!(lock().dtype_ref(v).is_err() && lock().types.release(v).is_none());
+        assert!(summary(v).is_none());
+        // ... until `get_contents` hands it back: the same handle on the struct's object.
         let got = contents2(s, 3, 2);
-        assert_eq!(got[1], c);
-        assert!(got[0] != MPI_DATATYPE_NULL && predefined(got[0]).is_none());
-        assert_eq!(refs(got[0]), 1);
+        assert_eq!(got, [v, c]);
+        assert_eq!(refs(v), 1);
         {
             let st = lock();
             let (t, orig) = (
-                st.dtype_ref(got[0]).unwrap(),
+                st.dtype_ref(v).unwrap(),
                 &st.dtype_ref(s).unwrap().type_objs[0],
             );
             assert!(Arc::ptr_eq(t, orig), "not the struct's vector");
             assert_eq!((t.combiner, t.extent()), (MPI_COMBINER_VECTOR, 20));
         }
+        assert_eq!(summary(v).map(|x| x.combiner), Some(MPI_COMBINER_VECTOR));
         free(got[0]);
         free(got[1]);
         // Committing `c` copies its object: `s` holds the old one, returned as a new handle.
@@ -2156,11 +2165,21 @@ mod tests {
         // SAFETY: a valid handle slot.
         assert_eq!(unsafe { PMPI_Type_commit(&mut cc) }, MPI_SUCCESS);
         let got = contents2(s, 3, 2);
+        assert_eq!(got[0], v);
         assert!(got[1] != c && refs(got[1]) == 1 && refs(c) == 1);
         assert!(!lock().dtype_ref(got[1]).unwrap().committed);
-        for h in [got[0], got[1], c, s] {
+        // The new handle holds nothing (its object's constituents are checked at each
+        // decoding instead).
+        assert_eq!(held(got[1]), 0);
+        let objs = [v, c].map(|h| Arc::clone(lock().dtype_ref(h).unwrap()));
+        for h in [got[0], got[1], c] {
             free(h);
         }
+        // Both kept by the struct alone; its free removes them with it (their objects are
+        // then ours alone; the handles may be another test's by now).
+        assert_eq!((refs(v), held(v), refs(c), held(c)), (0, 1, 0, 1));
+        free(s);
+        assert_eq!(objs.map(|o| Arc::strong_count(&o)), [1, 1]);
     }
 
     /// `MPI_THREAD_MULTIPLE` use of shared handles: threads decode a struct (getting the
@@ -2217,6 +2236,128 @@ mod tests {
             free(h);
         }
         assert_eq!((refs(v), refs(r), refs(s)), (0, 0, 0));
+    }
+
+    /// mpi4py's `dtlib` pattern under `MPI_THREAD_MULTIPLE`: the user frees a struct's
+    /// two constituents (kept by the struct's holds, the vector also by the resized type
+    /// made of it), then threads decode the struct and free what they get (each the
+    /// last reference in turn, dropped without the lock) while one of them also makes and
+    /// frees a type of the same handles (holds taken and dropped under the lock). Every
+    /// reference and hold is dropped again: the handles come back the same each time, end
+    /// kept with no reference, and go with the struct.
+    #[test]
+    fn threads_decode_kept_handles_without_losing_references() {
+        // SAFETY: valid output handles.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
+        // SAFETY: as above.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(v, 0, 64, h) });
+        let (bl, disp, ty) = ([1 as c_int, 2], [0isize, 64], [v, r]);
+        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+        let s = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+        });
+        let objs = [v, r].map(|h| Arc::clone(lock().dtype_ref(h).unwrap()));
+        free(v);
+        free(r);
+        let (refs, held) = (|h| lock().types.refs(h), |h| lock().types.held(h));
+        assert_eq!((refs(v), held(v), refs(r), held(r)), (0, 2, 0, 1));
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 100_000;
+        let start = std::sync::Barrier::new(THREADS);
+        std::thread::scope(|sc| {
+            for k in 0..THREADS {
+                let start = &start;
+                sc.spawn(move || {
+                    start.wait();
+                    for i in 0..ROUNDS {
+                        let got = contents2(s, 3, 2);
+                        assert_eq!(got, [v, r]);
+                        if k == 0 && i % 5 == 0 {
+                            // SAFETY: the three arrays hold 2 entries each.
+                            let s2 = handle_of(|h| unsafe {
+                                PMPI_Type_create_struct(
+                                    2,
+                                    bl.as_ptr(),
+                                    disp.as_ptr(),
+                                    got.as_ptr(),
+                                    h,
+                                )
+                            });
+                            let again = contents2(s2, 3, 2);
+                            assert_eq!(again, [v, r]);
+                            free(s2);
+                            free(again[0]);
+                            free(again[1]);
+                        }
+                        free(got[0]);
+                        free(got[1]);
+                    }
+                });
+            }
+        });
+        assert_eq!((refs(v), held(v), refs(r), held(r)), (0, 2, 0, 1));
+        assert_eq!(contents2(s, 3, 2), [v, r]);
+        free(r);
+        free(v);
+        free(s);
+        // The struct's free removed both kept handles: their objects are ours alone (the
+        // resized type's holds the vector's).
+        let [vo, ro] = objs;
+        assert_eq!(Arc::strong_count(&ro), 1);
+        drop(ro);
+        assert_eq!(Arc::strong_count(&vo), 1);
+    }
+
+    /// The race of a kept handle's last reference and its last hold: one thread decodes a
+    /// new struct of a freed duplicate (one hold, then one reference) and frees what it
+    /// got (without the lock: a hold remains) while another frees the struct (dropping
+    /// the hold under the lock). Whichever comes second must remove the duplicate's
+    /// entry, exactly once: its object is then held by no one else.
+    #[test]
+    fn last_reference_and_last_hold_race_to_one_removal() {
+        use std::sync::atomic::AtomicI32;
+        // SAFETY: a valid output handle.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
+        const ROUNDS: usize = 20_000;
+        let (shared, xs) = (AtomicI32::new(0), AtomicI32::new(0));
+        let step = std::sync::Barrier::new(2);
+        std::thread::scope(|sc| {
+            let (shared, xs, step) = (&shared, &xs, &step);
+            // The maker: a duplicate, a struct of it, the duplicate freed (kept).
+            sc.spawn(move || {
+                for _ in 0..ROUNDS {
+                    // SAFETY: a valid output handle.
+                    let x = handle_of(|h| unsafe { PMPI_Type_dup(v, h) });
+                    let xobj = Arc::clone(lock().dtype_ref(x).unwrap());
+                    let (bl, disp, ty) = ([1 as c_int, 1], [0isize, 64], [x, MPI_INT]);
+                    // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+                    let s2 = handle_of(|h| unsafe {
+                        PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+                    });
+                    free(x);
+                    shared.store(s2, Ordering::Relaxed);
+                    xs.store(x, Ordering::Relaxed);
+                    step.wait();
+                    step.wait();
+                    free(s2);
+                    step.wait();
+                    assert_eq!(Arc::strong_count(&xobj), 1, "the duplicate's entry stayed");
+                }
+            });
+            // The decoder.
+            sc.spawn(move || {
+                for _ in 0..ROUNDS {
+                    step.wait();
+                    let (s2, x) = (shared.load(Ordering::Relaxed), xs.load(Ordering::Relaxed));
+                    let got = contents2(s2, 3, 2);
+                    assert_eq!(got, [x, MPI_INT]);
+                    step.wait();
+                    free(got[0]);
+                    step.wait();
+                }
+            });
+        });
+        free(v);
     }
 
     #[test]

@@ -16,13 +16,20 @@
 //! queries take the locked path.
 //!
 //! Each slot also counts the handle's references. `MPI_Type_get_contents(_c)` returns a
-//! derived constituent whose handle is still live as that same handle with one more
-//! reference (as MPICH and Open MPI do), and `MPI_Type_free` drops one: the handle (its
-//! table entry) goes at the last one. Only the library lock's holders add references, take
-//! the last one and reuse a slot; a free that leaves a reference behind takes no lock
-//! ([`release_shared`]: one compare-and-swap on the slot's count, which never goes below
-//! one there). The object itself lives on (an `Arc`) while another type or an operation
-//! holds it.
+//! derived constituent as that same handle with one more reference (as MPICH and Open MPI
+//! do), and `MPI_Type_free` drops one. A type made by a constructor *holds* the handles of
+//! its derived constituents (one hold per occurrence, in the same word as the count): a
+//! handle whose user references are all gone stays in the table while a hold remains,
+//! invisible to the user (every lookup but `get_contents`' refuses it, so a stale handle is
+//! still an error) but still naming its object, and `get_contents` hands it back with a
+//! reference again (mpi4py's `dtlib` frees every field type after `Create_struct`, then
+//! decodes the struct over and over). The entry goes when neither references nor holds
+//! remain; removing it drops its own holds (which may remove its constituents in turn).
+//! Only the library lock's holders add references or holds, drop holds, remove entries
+//! and reuse a slot; a free that leaves a reference or a hold behind takes no lock
+//! ([`release_shared`]: one compare-and-swap on the slot's word, which then never reaches
+//! "no reference and no hold"). The object itself lives on (an `Arc`) while another type
+//! or an operation holds it.
 
 use crate::consts::{MPI_COMBINER_F90_COMPLEX, MPI_COMBINER_F90_INTEGER, MPI_COMBINER_F90_REAL};
 use crate::handles::{direct_base, kind, Table, DATATYPE_FIRST};
@@ -78,7 +85,8 @@ const WORDS: usize = 8;
 
 /// One handle's summary under a sequence lock. `seq` is even when no write is under way;
 /// word 0 holds the handle (high half; 0 = no live type) and the combiner. `refs` counts
-/// the handle's references (low 32 bits; 0 = no live handle) and has [`LOCKED_FREE`].
+/// the handle's references (low 32 bits; 0 = not live for the user) and its holds
+/// ([`HELD_ONE`]), and has the flags [`LOCKED_FREE`], [`HOLDS`] and [`ATTRS`].
 struct Slot {
     seq: AtomicU64,
     w: [AtomicU64; WORDS],
@@ -90,6 +98,20 @@ const COUNT: u64 = 0xffff_ffff;
 /// [`Slot::refs`] flag: `MPI_Type_free` of this handle takes the locked path (an F90
 /// parameterized type, which is predefined and cannot be freed).
 const LOCKED_FREE: u64 = 1 << 32;
+/// [`Slot::refs`] flag: this entry holds the handles of its object's derived constituents
+/// (`Datatype::types`, one hold per occurrence), released when the entry goes.
+const HOLDS: u64 = 1 << 33;
+/// [`Slot::refs`] flag: the handle has (or had) attributes, so the free of its last
+/// reference takes the locked path (their delete callbacks).
+const ATTRS: u64 = 1 << 34;
+/// The first bit of [`Slot::refs`]' hold count: the holds on this handle by the entries of
+/// types made from it.
+const HELD_SHIFT: u32 = 35;
+/// One hold.
+const HELD_ONE: u64 = 1 << HELD_SHIFT;
+/// The most holds (2^29 - 1): a count that reaches it stays there, never released (the
+/// entry then stays for good: half a billion types made of one handle at once first).
+const HELD_MAX: u64 = u64::MAX >> HELD_SHIFT;
 
 type Chunk = [Slot; CHUNK];
 
@@ -161,12 +183,14 @@ fn index_of(h: c_int) -> Option<usize> {
     Some((hu & 0x03ff_ffff) as usize)
 }
 
-/// Drop one reference of derived-type handle `h` without the library lock, if it has
-/// another one (`MPI_Type_free` of a handle that `MPI_Type_get_contents` also returned):
-/// true if done. False (nothing changed) for the last reference, for a handle that is not
-/// a live derived type and for one whose free takes the locked path; the locked path then
-/// decides (and reports errors). The count never reaches 0 here, so the entry and its
-/// object stay; only the lock's holders remove them.
+/// Drop one reference of derived-type handle `h` without the library lock, if another
+/// reference or a hold remains (`MPI_Type_free` of a handle that `MPI_Type_get_contents`
+/// also returned, or of one that a type was made of): true if done. False (nothing
+/// changed) for the last reference of a handle no type holds, for the last one of a handle
+/// with attributes, for a handle that is not a live derived type and for one whose free
+/// takes the locked path; the locked path then decides (and reports errors). The word
+/// never loses its last reference and its last hold here, so the entry and its object
+/// stay; only the lock's holders remove them.
 #[inline]
 pub(crate) fn release_shared(h: c_int) -> bool {
     let Some(s) = index_of(h).and_then(slot) else {
@@ -174,7 +198,8 @@ pub(crate) fn release_shared(h: c_int) -> bool {
     };
     let mut w = s.refs.load(Ordering::Relaxed);
     loop {
-        if w & LOCKED_FREE != 0 || w & COUNT < 2 {
+        let n = w & COUNT;
+        if w & LOCKED_FREE != 0 || n == 0 || (n == 1 && (w < HELD_ONE || w & ATTRS != 0)) {
             return false;
         }
         match s
@@ -199,7 +224,8 @@ pub(crate) fn summary(h: c_int) -> Option<Summary> {
             let w: [u64; WORDS] = std::array::from_fn(|k| s.w[k].load(Ordering::Relaxed));
             fence(Ordering::Acquire);
             if s.seq.load(Ordering::Relaxed) == seq {
-                if (w[0] >> 32) as u32 != h as u32 {
+                // Not this handle's, or kept for `get_contents` only (freed by the user).
+                if (w[0] >> 32) as u32 != h as u32 || s.refs.load(Ordering::Relaxed) & COUNT == 0 {
                     return None;
                 }
                 return Some(Summary {
@@ -223,15 +249,33 @@ pub(crate) fn summary(h: c_int) -> Option<Summary> {
 
 /// The derived datatypes by handle, with their summaries published for [`summary`].
 /// Only insertion and removal change a summary's numbers; `get_mut` serves the calls that
-/// change what is not in it (commit, name).
+/// change what is not in it (commit, name). An entry is *live* while it has references;
+/// one without any is kept (not live) while types made from it hold it.
 pub(crate) struct TypeTable(Table<Arc<Datatype>>);
 
 impl TypeTable {
     pub const fn new() -> Self {
         TypeTable(Table::new(kind::DATATYPE, DATATYPE_FIRST))
     }
-    /// Store a type; returns its handle (its summary published, one reference).
+    /// Store a type; returns its handle (its summary published, one reference). It holds
+    /// nothing (an object that lived on outside the table: the handles it names may be
+    /// gone; `get_contents` then checks each against the object it holds).
     pub fn insert(&mut self, t: Arc<Datatype>) -> c_int {
+        self.insert_flags(t, 0)
+    }
+    /// Store a type just made from the handles `t.types` (all live or kept entries or
+    /// predefined, as checked under the lock the caller still holds), holding each derived
+    /// one until this entry goes; returns its handle.
+    pub fn insert_holding(&mut self, t: Arc<Datatype>) -> c_int {
+        let mut holds = 0;
+        for &c in &t.types {
+            if self.hold(c) {
+                holds = HOLDS;
+            }
+        }
+        self.insert_flags(t, holds)
+    }
+    fn insert_flags(&mut self, t: Arc<Datatype>, flags: u64) -> c_int {
         let sum = Summary::of(&t);
         let locked_free = matches!(
             t.combiner,
@@ -243,7 +287,7 @@ impl TypeTable {
             return h;
         };
         s.refs.store(
-            if locked_free { LOCKED_FREE | 1 } else { 1 },
+            flags | if locked_free { LOCKED_FREE | 1 } else { 1 },
             Ordering::Release,
         );
         publish(
@@ -265,42 +309,133 @@ impl TypeTable {
         );
         h
     }
-    /// The type of handle `h`, if it is live.
+    /// One more hold on `c` if it is an entry (live or kept): true then (also when the
+    /// holds are at [`HELD_MAX`], where they stay).
+    fn hold(&self, c: c_int) -> bool {
+        if self.0.get(c).is_none() {
+            return false;
+        }
+        let Some(s) = index_of(c).and_then(slot) else {
+            return false;
+        };
+        // Under the lock; the lock-free frees change the count at the same time (hence
+        // the atomic update of the whole word).
+        let _ = s
+            .refs
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |w| {
+                (w >> HELD_SHIFT < HELD_MAX).then_some(w + HELD_ONE)
+            });
+        true
+    }
+    /// The type of handle `h`, if it is live (has references).
     #[inline]
     pub fn get(&self, h: c_int) -> Option<&Arc<Datatype>> {
-        self.0.get(h)
+        let t = self.0.get(h)?;
+        live(h).then_some(t)
     }
-    /// The type of handle `h`, mutably (for what the summary does not hold).
+    /// The type of handle `h`, mutably (for what the summary does not hold), if it is live.
     pub fn get_mut(&mut self, h: c_int) -> Option<&mut Arc<Datatype>> {
+        if !live(h) {
+            return None;
+        }
         self.0.get_mut(h)
     }
     /// Remove and return the type of handle `h`, whatever its references (its summary
-    /// withdrawn first).
+    /// withdrawn first), and drop the holds it has; an entry that this leaves without
+    /// references or holds goes too. Only for an entry that no type holds (its holders
+    /// would later drop holds it no longer has).
     pub fn remove(&mut self, h: c_int) -> Option<Arc<Datatype>> {
-        if self.0.get(h).is_some() {
-            if let Some(s) = index_of(h).and_then(slot) {
-                publish(s, [0; WORDS]);
-                s.refs.store(0, Ordering::Release);
+        let (t, holds) = self.remove_one(h)?;
+        if holds {
+            let mut gone = Vec::new();
+            self.unhold_all(&t, &mut gone);
+            // A worklist: a long chain of types each made of the next goes without
+            // recursion.
+            while let Some(c) = gone.pop() {
+                if let Some((ct, holds)) = self.remove_one(c) {
+                    if holds {
+                        self.unhold_all(&ct, &mut gone);
+                    }
+                }
             }
         }
-        self.0.remove(h)
+        Some(t)
     }
-    /// One more reference to the live handle `h` (`MPI_Type_get_contents` returns it
-    /// again); false if it cannot take one (the caller then makes a new handle). A handle
-    /// that is not live has no references: refused.
-    pub fn add_ref(&self, h: c_int) -> bool {
+    /// Remove the entry `h` alone (its summary withdrawn, its word cleared), if present:
+    /// its type and whether it held its constituents (then the caller drops the holds).
+    fn remove_one(&mut self, h: c_int) -> Option<(Arc<Datatype>, bool)> {
+        self.0.get(h)?;
+        let mut holds = false;
+        if let Some(s) = index_of(h).and_then(slot) {
+            publish(s, [0; WORDS]);
+            holds = s.refs.swap(0, Ordering::AcqRel) & HOLDS != 0;
+        }
+        Some((self.0.remove(h)?, holds))
+    }
+    /// Drop the holds of an entry of type `t` on its derived constituents (those that are
+    /// entries: the same ones as when they were taken, which the holds kept); push those
+    /// left without references or holds onto `gone`, to be removed.
+    fn unhold_all(&mut self, t: &Datatype, gone: &mut Vec<c_int>) {
+        for &c in &t.types {
+            if self.0.get(c).is_none() {
+                continue;
+            }
+            let Some(s) = index_of(c).and_then(slot) else {
+                continue;
+            };
+            let mut w = s.refs.load(Ordering::Relaxed);
+            loop {
+                let held = w >> HELD_SHIFT;
+                if held == 0 || held == HELD_MAX {
+                    // Never taken (cannot happen) or saturated: nothing to drop.
+                    break;
+                }
+                let nw = w - HELD_ONE;
+                match s
+                    .refs
+                    .compare_exchange_weak(w, nw, Ordering::AcqRel, Ordering::Relaxed)
+                {
+                    Ok(_) => {
+                        // No reference and no hold left: no lock-free free can change the
+                        // word any more (they need one of them), so it is ours to remove.
+                        if nw & COUNT == 0 && nw < HELD_ONE {
+                            gone.push(c);
+                        }
+                        break;
+                    }
+                    Err(now) => w = now,
+                }
+            }
+        }
+    }
+    /// One more reference to handle `h` if it is an entry that still names `t` (the type
+    /// `MPI_Type_get_contents` returns it for): live, or kept by the holds of the types
+    /// made from it (it becomes live again). False if not (the caller then makes a new
+    /// handle on `t`).
+    pub fn add_ref_to(&self, h: c_int, t: &Arc<Datatype>) -> bool {
+        if !self.0.get(h).is_some_and(|x| Arc::ptr_eq(x, t)) {
+            return false;
+        }
         let Some(s) = index_of(h).and_then(slot) else {
             return false;
         };
-        // Under the lock: the others only drop references above the last one
-        // (`release_shared`), so the count stays positive and the add cannot overflow
-        // into the flag after this check.
-        let n = s.refs.load(Ordering::Relaxed) & COUNT;
-        if n == 0 || n >= COUNT - 1 {
+        // Under the lock: the others only drop references above the last one or while a
+        // hold remains (`release_shared`), so the add cannot overflow into the flags
+        // after this check.
+        if s.refs.load(Ordering::Relaxed) & COUNT >= COUNT - 1 {
             return false;
         }
         s.refs.fetch_add(1, Ordering::Relaxed);
         true
+    }
+    /// Note that handle `h` has attributes: the free of its last reference takes the
+    /// locked path (which calls their delete callbacks).
+    pub fn note_attrs(&self, h: c_int) {
+        if self.0.get(h).is_some() {
+            if let Some(s) = index_of(h).and_then(slot) {
+                s.refs.fetch_or(ATTRS, Ordering::AcqRel);
+            }
+        }
     }
     /// The references of handle `h` (0 if it is not live).
     pub fn refs(&self, h: c_int) -> u32 {
@@ -310,24 +445,54 @@ impl TypeTable {
             _ => 0,
         }
     }
-    /// Drop one reference of handle `h`: `None` if it is not live, `Some(None)` if others
-    /// remain, `Some(Some(t))` with its type when that was the last (the handle removed).
+    /// The holds on handle `h` (0 if it is not an entry).
+    #[cfg(test)]
+    pub fn held(&self, h: c_int) -> u32 {
+        match (self.0.get(h), index_of(h).and_then(slot)) {
+            (Some(_), Some(s)) => (s.refs.load(Ordering::Relaxed) >> HELD_SHIFT) as u32,
+            _ => 0,
+        }
+    }
+    /// Whether handle `h` is an entry at all (live or kept).
+    #[cfg(test)]
+    pub fn is_entry(&self, h: c_int) -> bool {
+        self.0.get(h).is_some()
+    }
+    /// Drop one reference of handle `h`: `None` if it is not live, `Some(None)` if
+    /// references or holds remain (the entry stays), `Some(Some(t))` with its type when
+    /// that was the last of both (the handle removed, with the holds it had).
     pub fn release(&mut self, h: c_int) -> Option<Option<Arc<Datatype>>> {
         self.0.get(h)?;
-        if let Some(s) = index_of(h).and_then(slot) {
-            let mut w = s.refs.load(Ordering::Relaxed);
-            while w & COUNT > 1 {
-                match s
-                    .refs
-                    .compare_exchange_weak(w, w - 1, Ordering::AcqRel, Ordering::Relaxed)
-                {
-                    Ok(_) => return Some(None),
-                    Err(now) => w = now,
-                }
+        let Some(s) = index_of(h).and_then(slot) else {
+            return Some(self.remove(h));
+        };
+        let mut w = s.refs.load(Ordering::Relaxed);
+        loop {
+            if w & COUNT == 0 {
+                // Kept for `get_contents` only: not the user's any more.
+                return None;
+            }
+            let nw = w - 1;
+            if nw & COUNT == 0 && nw < HELD_ONE {
+                // The last reference and no hold: `release_shared` does not take it, and
+                // the others that change the word hold the lock as we do.
+                return Some(self.remove(h));
+            }
+            match s
+                .refs
+                .compare_exchange_weak(w, nw, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(None),
+                Err(now) => w = now,
             }
         }
-        // The last reference (`release_shared` never takes it, and the others that
-        // change the count hold the lock as we do).
-        Some(self.remove(h))
     }
+}
+
+/// Whether the entry of handle `h` (known to exist) has references.
+#[inline]
+fn live(h: c_int) -> bool {
+    index_of(h)
+        .and_then(slot)
+        .is_none_or(|s| s.refs.load(Ordering::Relaxed) & COUNT != 0)
 }

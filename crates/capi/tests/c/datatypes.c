@@ -153,9 +153,15 @@ static void contents_handles(void) {
     CHECK_RC(MPI_Type_get_extent(vec, &lb, &ext));
     CHECK(lb == 0 && ext == 5 * (MPI_Aint)sizeof(int));
     CHECK_RC(MPI_Type_free(&vec));
-    /* Freed by the user, held by the struct: a new handle on it. */
+    /* Freed by the user, held by the struct: the same handle again (as MPICH and Open MPI
+     * return it), name and all, once and then again after its free. */
     CHECK_RC(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, got));
-    CHECK(got[0] != MPI_DATATYPE_NULL && got[1] == MPI_DOUBLE);
+    CHECK(got[0] == types[0] && got[1] == MPI_DOUBLE);
+    CHECK_RC(MPI_Type_free(&got[0]));
+    CHECK_RC(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, got));
+    CHECK(got[0] == types[0] && got[1] == MPI_DOUBLE);
+    CHECK_RC(MPI_Type_get_name(got[0], name, &len));
+    CHECK(strcmp(name, "orig-vec") == 0);
     CHECK_RC(MPI_Type_get_envelope(got[0], &ni, &na, &nd, &comb));
     CHECK(comb == MPI_COMBINER_VECTOR && ni == 3 && nd == 1);
     CHECK_RC(MPI_Type_get_extent(got[0], &lb, &ext));
@@ -165,7 +171,17 @@ static void contents_handles(void) {
     CHECK_RC(MPI_Type_free(&got[0]));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(class_of_rc(MPI_Type_free(&stale)) == MPI_ERR_TYPE);
+    /* Kept for the struct, but not the user's: every use is an error. */
+    CHECK(class_of_rc(MPI_Type_get_extent(stale, &lb, &ext)) == MPI_ERR_TYPE);
+    CHECK(class_of_rc(MPI_Type_get_envelope(stale, &ni, &na, &nd, &comb)) == MPI_ERR_TYPE);
+    CHECK(class_of_rc(MPI_Type_commit(&stale)) == MPI_ERR_TYPE);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    /* Committed since (a copy of the object): a new handle on the struct's. */
+    CHECK_RC(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, got));
+    CHECK(got[0] != MPI_DATATYPE_NULL && got[0] != types[0] && got[1] == MPI_DOUBLE);
+    CHECK_RC(MPI_Type_get_extent(got[0], &lb, &ext));
+    CHECK(lb == 0 && ext == 5 * (MPI_Aint)sizeof(int));
+    CHECK_RC(MPI_Type_free(&got[0]));
     CHECK_RC(MPI_Type_commit(&st));
     CHECK_RC(MPI_Type_size(st, &len));
     CHECK(len == 3 * (int)sizeof(int) + (int)sizeof(double));
