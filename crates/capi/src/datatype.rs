@@ -2085,6 +2085,21 @@ mod tests {
         }
     }
 
+    /// A vector `v`, a resized type `r` of it and a struct `s` of the two, as
+    /// `(v, r, s)` (the threads tests' types).
+    fn vector_resized_struct() -> (c_int, c_int, c_int) {
+        // SAFETY: valid output handles.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
+        // SAFETY: as above.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(v, 0, 64, h) });
+        let (bl, disp, ty) = ([1 as c_int, 2], [0isize, 64], [v, r]);
+        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+        let s = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+        });
+        (v, r, s)
+    }
+
     /// `get_contents` of `s` (2 constituent slots; no integers or addresses written).
     fn contents2(s: c_int, ni: usize, na: usize) -> [c_int; 2] {
         let mut got = [MPI_DATATYPE_NULL; 2];
@@ -2189,15 +2204,7 @@ mod tests {
     /// began, and the handles and the struct still work.
     #[test]
     fn threads_share_handles_without_losing_references() {
-        // SAFETY: valid output handles.
-        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
-        // SAFETY: as above.
-        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(v, 0, 64, h) });
-        let (bl, disp, ty) = ([1 as c_int, 2], [0isize, 64], [v, r]);
-        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
-        let s = handle_of(|h| unsafe {
-            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
-        });
+        let (v, r, s) = vector_resized_struct();
         let refs = |h| lock().types.refs(h);
         const THREADS: usize = 4;
         const ROUNDS: usize = 100_000;
@@ -2247,15 +2254,9 @@ mod tests {
     /// kept with no reference, and go with the struct.
     #[test]
     fn threads_decode_kept_handles_without_losing_references() {
-        // SAFETY: valid output handles.
-        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
-        // SAFETY: as above.
-        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(v, 0, 64, h) });
-        let (bl, disp, ty) = ([1 as c_int, 2], [0isize, 64], [v, r]);
-        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
-        let s = handle_of(|h| unsafe {
-            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
-        });
+        let (v, r, s) = vector_resized_struct();
+        // The struct's block lengths and displacements, for another struct of them.
+        let (bl, disp) = ([1 as c_int, 2], [0isize, 64]);
         let objs = [v, r].map(|h| Arc::clone(lock().dtype_ref(h).unwrap()));
         free(v);
         free(r);

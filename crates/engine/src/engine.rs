@@ -643,12 +643,8 @@ impl Engine {
         comm: CommId,
         mode: SendMode,
     ) -> Result<ReqId, Error> {
-        let mut st = self.lock();
         // SAFETY: forwarded caller guarantee.
-        match unsafe { st.start_send(buf, len, dest, tag, comm, mode, 0) }? {
-            Started::Done(s) => Ok(st.new_done(s)),
-            Started::Req(r) => Ok(r),
-        }
+        unsafe { self.isend_with_mark(buf, len, dest, tag, comm, mode, 0) }
     }
 
     /// [`Engine::isend`] of a marked message: its tag (at most [`TAG_UB`](crate::TAG_UB))
@@ -665,10 +661,9 @@ impl Engine {
         tag: i32,
         comm: CommId,
     ) -> Result<ReqId, Error> {
-        let mut st = self.lock();
         // SAFETY: forwarded caller guarantee.
-        match unsafe {
-            st.start_send(
+        unsafe {
+            self.isend_with_mark(
                 buf,
                 len,
                 dest,
@@ -677,7 +672,28 @@ impl Engine {
                 SendMode::Standard,
                 crate::TAG_MARK,
             )
-        }? {
+        }
+    }
+
+    /// [`Engine::isend`] with `mark` (0 or [`TAG_MARK`](crate::TAG_MARK)) on the tag.
+    ///
+    /// # Safety
+    /// As for [`Engine::isend`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn isend_with_mark(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+        mark: i32,
+    ) -> Result<ReqId, Error> {
+        let mut st = self.lock();
+        // SAFETY: forwarded caller guarantee.
+        match unsafe { st.start_send(buf, len, dest, tag, comm, mode, mark) }? {
             Started::Done(s) => Ok(st.new_done(s)),
             Started::Req(r) => Ok(r),
         }
