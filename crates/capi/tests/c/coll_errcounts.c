@@ -113,6 +113,21 @@ static const char *cname(int c) {
         if (!survey) MPI_Abort(MPI_COMM_WORLD, 99);                                        \
     } while (0)
 
+/* The verdict on one rank of an erroneous call that returned class `c` (`ok`: its data is
+ * right): a rank that `sees` the mismatch must fail with a count error; any other rank
+ * fails so too or succeeds with the right data. */
+static void judge(int c, int ok, int sees) {
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (sees) {
+        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
+    } else if (!(known || (c == MPI_SUCCESS && ok))) {
+        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
+    }
+}
+
 static unsigned char pat(size_t i, int seed) { return (unsigned char)(i * 7 + (size_t)seed * 13 + 1); }
 
 static void *xmalloc(size_t n) {
@@ -540,16 +555,7 @@ static void rd_case(int coll, int form, int root, int bad, size_t m, size_t n, i
                  rd_coll[coll], rd_suffix[form], m, bad, n);
     alarm(30);
     int ok, c = rd_run(coll, form, root, bad, m, n, seed, &ok);
-    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
-    int sees = coll == 0 ? rank == root : coll <= 2 ? rank > bad || (rank == bad && bad > 0) : 1;
-    if (survey) {
-        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
-        fflush(stdout);
-    } else if (sees) {
-        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
-    } else if (!(known || (c == MPI_SUCCESS && ok))) {
-        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
-    }
+    judge(c, ok, coll == 0 ? rank == root : coll <= 2 ? rank > bad || (rank == bad && bad > 0) : 1);
     int c2 = rd_run(coll, form, root, -1, 1, 1, seed, &ok);
     if (c2 != MPI_SUCCESS || !ok)
         FAIL("the correct call of 1 int after it got %s%s", cname(c2), c2 == MPI_SUCCESS ? " with wrong data" : "");
@@ -638,16 +644,7 @@ static int by_run(int nb, int coll, int root, int bad, size_t m, size_t n, int s
 static void by_case(int nb, int coll, int root, int bad, size_t m, size_t n, int seed) {
     alarm(30);
     int ok, c = by_run(nb, coll, root, bad, m, n, seed, &ok);
-    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
-    int sees = coll == 0 ? rank == bad : coll == 1 ? rank == root : rank > bad || (rank == bad && bad > 0);
-    if (survey) {
-        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
-        fflush(stdout);
-    } else if (sees) {
-        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
-    } else if (!(known || (c == MPI_SUCCESS && ok))) {
-        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
-    }
+    judge(c, ok, coll == 0 ? rank == bad : coll == 1 ? rank == root : rank > bad || (rank == bad && bad > 0));
     for (int k = 0; k < 2; k++) {
         size_t len = k ? m : 1;
         int c2 = by_run(nb, coll, root, -1, len, len, seed + k, &ok);
@@ -788,16 +785,8 @@ static void sc_case(int root, int bad, size_t m, size_t n, int inplace, int seed
              inplace ? " in place" : "", root, m, bad, n);
     alarm(30);
     int ok, c = sc_run(root, bad, m, n, inplace, seed, &ok);
-    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
     size_t rm = root == bad ? n : m, mine = rank == bad ? n : m;
-    if (survey) {
-        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
-        fflush(stdout);
-    } else if (rank != root && mine < rm) {
-        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
-    } else if (!(known || (c == MPI_SUCCESS && ok))) {
-        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
-    }
+    judge(c, ok, rank != root && mine < rm);
     int c2 = sc_run(root, -1, 1, 1, inplace, seed, &ok);
     if (c2 != MPI_SUCCESS || !ok)
         FAIL("the correct call of 1 byte after it got %s%s", cname(c2), c2 == MPI_SUCCESS ? " with wrong data" : "");
