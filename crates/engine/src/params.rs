@@ -159,7 +159,6 @@ mod tests {
             names,
             [
                 "btl_sm_eager_limit",
-                "btl_sm_turn_eager_limit",
                 "btl_sm_fragment_size",
                 "btl_sm_fragment_min_size",
                 "btl_sm_ring_size",

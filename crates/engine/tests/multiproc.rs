@@ -492,44 +492,6 @@ fn blocking_direct_receive() {
     run(2, "direct", &[]);
 }
 
-/// A blocking standard send that answers a message just received from its peer (a
-/// ping-pong's turn) goes eagerly up to `btl_sm_turn_eager_limit` (32 KiB), beyond
-/// `btl_sm_eager_limit`; the data arrives intact, truncation is reported. A send that
-/// answers nothing (the job's first), nonblocking and synchronous sends, and larger
-/// messages keep the rendezvous.
-#[test]
-fn blocking_turns_go_eagerly() {
-    let env = [("OXMPI_MCA_btl_base_verbose", "60")];
-    let err = run(2, "turns", &env);
-    for (r, e) in err.iter().enumerate() {
-        let peer = 1 - r;
-        let how = |n: usize| -> Vec<&str> {
-            let head = format!("send {n} B to rank {peer}: ");
-            e.lines()
-                .filter_map(|l| l.split_once(&head).map(|(_, how)| how))
-                .collect()
-        };
-        let turn = "eager (a ping-pong's turn)";
-        // (A send that follows one of our own sends answers nothing: rank 0's first
-        // 16384 B after its 20000 B, for one, goes by rendezvous.)
-        for n in [16384, 32768] {
-            let h = how(n);
-            assert!(
-                h.iter().filter(|h| **h == turn).count() >= 8,
-                "rank {r}: {n} B turns not eager: {h:?}\n{e}"
-            );
-        }
-        let first = if r == 0 { &[20000][..] } else { &[][..] };
-        for &n in first.iter().chain(&[24576, 24577, 32769]) {
-            let h = how(n);
-            assert!(
-                !h.is_empty() && h.iter().all(|h| h.starts_with("rendezvous")),
-                "rank {r}: {n} B not all by rendezvous: {h:?}\n{e}"
-            );
-        }
-    }
-}
-
 /// `isend_started`/`irecv_started`: what completes at once comes back complete (and leaves
 /// no request), the rest as requests.
 #[test]
@@ -1014,7 +976,6 @@ fn rank_entry() {
         "late_recv" => late_recv(e),
         "blocking" => blocking(e),
         "direct" => direct(e),
-        "turns" => turns(e),
         "direct_threads" => direct_threads(e),
         "started" => started(e),
         "small_window" => small_window(e),
@@ -1580,82 +1541,6 @@ fn direct_threads(e: &'static Engine) {
     // SAFETY: the byte outlives the blocking call.
     let s = unsafe { e.send([0u8].as_ptr(), 1, 1, 9, w, SendMode::Standard) }.unwrap();
     assert_eq!(s.error, None);
-}
-
-/// Blocking ping-pongs above the eager limit (see `blocking_turns_go_eagerly`): rank 0's
-/// send of 20000 B (the job's first message) and each rank's of 24576 B (nonblocking,
-/// after a receive), 24577 B (synchronous, after a receive) and 32769 B (above the turn's
-/// limit) must take the rendezvous, their 16384 and 32768 B answers the eager path.
-fn turns(e: &Engine) {
-    let me = e.rank();
-    let peer = 1 - me;
-    let w = CommId(0);
-    let bsend = |data: &[u8], tag: i32, mode: SendMode| {
-        // SAFETY: data outlives the blocking call.
-        let s = unsafe { e.send(data.as_ptr(), data.len(), peer, tag, w, mode) }.unwrap();
-        assert_eq!(s.error, None);
-    };
-    let brecv = |buf: &mut [u8], tag: i32| -> Status {
-        // SAFETY: buf outlives the blocking call.
-        unsafe { e.recv(buf.as_mut_ptr(), buf.len(), peer, tag, w) }.unwrap()
-    };
-    let tags = std::cell::Cell::new(0);
-    let next_tag = || {
-        tags.set(tags.get() + 1);
-        tags.get()
-    };
-    // One message of `len` from `from` to the other rank, by `send`, checked.
-    let one = |len: usize, from: i32, send: &dyn Fn(&[u8], i32)| {
-        let tag = next_tag();
-        let data = pattern(len, (from as u64) << 32 | tag as u64);
-        if me == from {
-            send(&data, tag);
-        } else {
-            let mut buf = vec![0u8; len];
-            let s = brecv(&mut buf, tag);
-            assert_eq!(
-                (s.source, s.tag, s.count_bytes, s.error),
-                (peer, tag, len, None)
-            );
-            assert!(buf == data, "{len} B from {from}: data differs");
-        }
-    };
-    let standard = |d: &[u8], t: i32| bsend(d, t, SendMode::Standard);
-    // The job's first message answers nothing: rendezvous.
-    one(20000, 0, &standard);
-    for len in [16384, 32768, 32769, 16384, 32768] {
-        for _ in 0..4 {
-            one(len, 0, &standard);
-            one(len, 1, &standard);
-        }
-    }
-    // A nonblocking send right after a receive.
-    let nonblocking = |d: &[u8], t: i32| {
-        // SAFETY: `d` outlives the wait.
-        let r = unsafe { e.isend(d.as_ptr(), d.len(), peer, t, w, SendMode::Standard) }.unwrap();
-        assert_eq!(e.wait(r).error, None);
-    };
-    one(16384, 0, &standard);
-    one(24576, 1, &nonblocking);
-    one(24576, 0, &nonblocking);
-    // A synchronous one.
-    one(24577, 1, &|d, t| bsend(d, t, SendMode::Sync));
-    one(24577, 0, &|d, t| bsend(d, t, SendMode::Sync));
-    // A turn into a receive buffer that is too small: truncated, the link goes on.
-    let tag = next_tag();
-    if me == 0 {
-        bsend(&pattern(16384, 7), tag, SendMode::Standard);
-    } else {
-        let mut small = vec![0u8; 1000];
-        let s = brecv(&mut small, tag);
-        assert_eq!((s.count_bytes, s.error), (1000, Some(ErrorClass::Truncate)));
-        assert!(
-            small == pattern(16384, 7)[..1000],
-            "truncated turn: data differs"
-        );
-    }
-    one(32768, 1, &standard);
-    one(16384, 0, &standard);
 }
 
 fn direct(e: &Engine) {

@@ -417,11 +417,6 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     /// Says that the next record is a blocking send's, which may answer a record just
     /// received (a ping-pong's turn: `sm` then hands its lines to the shared cache). A hint.
     fn answer_next(&mut self) {}
-    /// Whether a record sent now follows one received since our last (a ping-pong's
-    /// turn: the peer likely waits for our answer). `sm` only; `false` elsewhere.
-    fn turn(&self) -> bool {
-        false
-    }
     /// Sends one record (header + `len` payload bytes) if there is room; `false` otherwise.
     ///
     /// # Safety

@@ -76,10 +76,6 @@ pub(crate) struct State {
     pub(crate) linked: Vec<usize>,
     /// Largest eager message.
     pub(crate) eager_limit: usize,
-    /// Largest eager message of a blocking send that answers a record just received from
-    /// its peer (a ping-pong's turn, [`Link::turn`](crate::btl::Link::turn)); at most
-    /// `eager_limit`: none beyond it.
-    pub(crate) turn_eager_limit: usize,
     /// Set while a blocking send starts (`Engine::send`): its eager record may answer one
     /// just received (`Link::answer_next`).
     pub(crate) answering: bool,
@@ -171,7 +167,6 @@ impl State {
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
             eager_limit: Self::eager_cap(sm),
-            turn_eager_limit: Self::turn_eager_cap(sm),
             answering: false,
             frag: sm.frag,
             frag_min: sm.frag_min,
@@ -202,19 +197,11 @@ impl State {
             .min(crate::btl::sm::ring::max_record(sm.ring) - HDR)
     }
 
-    /// The eager limit of a ping-pong's turn ([`State::turn_eager_limit`]), within the
-    /// same records as [`State::eager_cap`].
-    fn turn_eager_cap(sm: &Settings) -> usize {
-        sm.turn_eager_limit
-            .min(crate::btl::sm::ring::max_record(sm.ring) - HDR)
-    }
-
-    /// Applies the values of the parameters declared `runtime` among `sm` (the eager
-    /// limits and the cooperative copy's smallest message); the rest of `sm` was fixed at
-    /// start. Messages already started keep the protocol they started with.
+    /// Applies the values of the parameters declared `runtime` among `sm` (the eager limit
+    /// and the cooperative copy's smallest message); the rest of `sm` was fixed at start.
+    /// Messages already started keep the protocol they started with.
     pub(crate) fn apply_runtime(&mut self, sm: &Settings) {
         self.eager_limit = Self::eager_cap(sm);
-        self.turn_eager_limit = Self::turn_eager_cap(sm);
         self.coop_min = sm.coop_min;
     }
 

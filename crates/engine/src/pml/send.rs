@@ -112,16 +112,6 @@ impl State {
     /// request is born done (the receiver ignores the sender request id of a
     /// non-synchronous eager record). `None`: nothing was sent, take the general path.
     ///
-    /// A blocking send ([`State::answering`]) of up to [`State::turn_eager_limit`] that
-    /// answers a record just received from its peer ([`Link::turn`]: a ping-pong's turn,
-    /// the peer waiting in its receive) goes eagerly too: two copies through the ring
-    /// cost less there than a request-to-send and the receiver's single copy (one
-    /// `process_vm_readv` of 16 KiB runs at a third of `memcpy`'s speed on this host's
-    /// kernel). Streams keep the rendezvous (their sends answer nothing, or are
-    /// nonblocking), where the receiver's single copy is the faster one.
-    ///
-    /// [`Link::turn`]: crate::btl::Link::turn
-    ///
     /// # Safety
     /// As for [`State::post_send`].
     #[inline(always)]
@@ -133,17 +123,13 @@ impl State {
         len: usize,
         mode: SendMode,
     ) -> Option<Started> {
-        let eager = len <= self.eager_limit;
         if matches!(mode, SendMode::Standard | SendMode::Ready)
             && dest != self.me
-            && (eager || (self.answering && len <= self.turn_eager_limit))
+            && len <= self.eager_limit
         {
             let peer = &mut self.peers[dest as usize];
             if let (false, true, Some(link)) = (peer.dead, peer.outq.is_empty(), peer.link.as_mut())
             {
-                if !eager && !link.turn() {
-                    return None;
-                }
                 let hdr = Hdr {
                     kind: K_EAGER,
                     ctx: env.ctx,
@@ -161,9 +147,8 @@ impl State {
                     oxmpi_base::verbose!(
                         BTL,
                         60,
-                        "{}: send {len} B to rank {dest}: eager{}",
-                        link.name(),
-                        if eager { "" } else { " (a ping-pong's turn)" }
+                        "{}: send {len} B to rank {dest}: eager",
+                        link.name()
                     );
                     if !peer.buffered || !link.sending() {
                         return Some(Started::Done(empty_status()));

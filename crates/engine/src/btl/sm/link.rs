@@ -133,11 +133,6 @@ impl Link for SmLink {
         self.tx.answer_next();
     }
 
-    #[inline(always)]
-    fn turn(&self) -> bool {
-        self.tx.follows_inbound(self.rx.consumed())
-    }
-
     #[inline]
     unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
         self.tx.note_inbound(self.rx.consumed());

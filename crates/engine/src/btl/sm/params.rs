@@ -16,21 +16,6 @@ pub(crate) static EAGER_LIMIT: ParamDecl = ParamDecl::new(
 .level(4)
 .runtime();
 
-/// `btl_sm_turn_eager_limit`.
-pub(crate) static TURN_EAGER_LIMIT: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "turn_eager_limit",
-    ParamType::Size,
-    "32k",
-    "Largest message (bytes) a blocking standard send sends eagerly when it answers a \
-     record just received from the same peer (a ping-pong's turn: the peer waits for it); \
-     other sends above btl_sm_eager_limit use a rendezvous (0, or at most \
-     btl_sm_eager_limit: none do)",
-)
-.level(5)
-.runtime();
-
 /// `btl_sm_fragment_size`.
 pub(crate) static FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
     "btl",
@@ -132,9 +117,8 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
 .runtime();
 
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 9] = [
+pub(crate) static PARAMS: [ParamDecl; 8] = [
     EAGER_LIMIT,
-    TURN_EAGER_LIMIT,
     FRAGMENT_SIZE,
     FRAGMENT_MIN,
     RING_SIZE,
@@ -178,9 +162,6 @@ pub(crate) struct Settings {
     pub bulk: usize,
     /// Largest eager message (before the ring's own limit).
     pub eager_limit: usize,
-    /// Largest eager message of a blocking send in a ping-pong's turn (before the ring's
-    /// own limit).
-    pub turn_eager_limit: usize,
     /// Rendezvous fragment size (each link caps it further: `Link::max_data`).
     pub frag: usize,
     /// Smallest fragment a lone rendezvous message is cut into (0: not cut below `frag`).
@@ -213,7 +194,6 @@ impl Settings {
             ring: size(&RING_SIZE).max(4096) / 64 * 64,
             bulk: size(&BULK_SIZE) / 64 * 64,
             eager_limit: size(&EAGER_LIMIT),
-            turn_eager_limit: size(&TURN_EAGER_LIMIT),
             frag: size(&FRAGMENT_SIZE).clamp(64, 1 << 30),
             frag_min: size(&FRAGMENT_MIN),
             single_copy: SingleCopy::from_int(int(&SINGLE_COPY)),

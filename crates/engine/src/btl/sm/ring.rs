@@ -479,13 +479,6 @@ impl Producer {
         self.inbound = consumed;
     }
 
-    /// Whether the link has consumed records from the peer since our last push: `consumed`
-    /// as [`Producer::note_inbound`] takes it. A record pushed now answers them.
-    #[inline(always)]
-    pub fn follows_inbound(&self, consumed: u64) -> bool {
-        consumed != self.inbound
-    }
-
     /// Writes one record of `len` bytes: `fill` receives a pointer to `len` writable bytes
     /// (8 bytes past a slot start, so 8-byte aligned) and must initialise them. Returns `false` (and does
     /// not call `fill`) if the ring is full.
