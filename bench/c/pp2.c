@@ -1,0 +1,28 @@
+/* Ping-pong of MPI_Send/MPI_Recv with separate send and receive buffers (as mpi4py.bench's
+ * pingpong), or one buffer for both (env SAME=1, as oxbench's lat): per size (8-64 KiB),
+ * the median and minimum of 7 samples of 2000 round trips' mean one-way time, in us.
+ * Build with any mpicc (mpicc.mpich's binary runs on oxmpi's libmpi.so.12 too); run at
+ * np=2 bound to cores. Session 46 (spot-checks-wave2.md, s46-pp16k). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static int cmp(const void*a,const void*b){double x=*(double*)a,y=*(double*)b;return x<y?-1:x>y;}
+int main(int argc,char**argv){
+  MPI_Init(&argc,&argv); int r; MPI_Comm_rank(MPI_COMM_WORLD,&r);
+  int same=getenv("SAME")&&atoi(getenv("SAME"));
+  int sizes[]={8192,16384,32768,65536};
+  for(int k=0;k<4;k++){ int n=sizes[k];
+    char*s=malloc(n),*b=same?s:malloc(n); memset(s,1,n); memset(b,2,n);
+    int it=2000; double v[7];
+    for(int smp=-1;smp<7;smp++){
+      MPI_Barrier(MPI_COMM_WORLD); double t0=MPI_Wtime();
+      for(int i=0;i<it;i++){ if(r==0){MPI_Send(s,n,MPI_BYTE,1,0,MPI_COMM_WORLD);MPI_Recv(b,n,MPI_BYTE,1,0,MPI_COMM_WORLD,MPI_STATUS_IGNORE);} else {MPI_Recv(b,n,MPI_BYTE,0,0,MPI_COMM_WORLD,MPI_STATUS_IGNORE);MPI_Send(s,n,MPI_BYTE,0,0,MPI_COMM_WORLD);} }
+      if(smp>=0) v[smp]=(MPI_Wtime()-t0)/it/2*1e6;
+    }
+    qsort(v,7,sizeof v[0],cmp);
+    if(r==0) printf("pp2 same=%d size=%d median=%.3f min=%.3f\n",same,n,v[3],v[0]);
+    free(s); if(!same) free(b);
+  }
+  MPI_Finalize(); return 0;
+}
