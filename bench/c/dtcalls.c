@@ -1,8 +1,9 @@
 /* dtcalls.c: ns per call of the datatype calls mpi4py's util.dtlib and test_datatype make
  * (constructors + free, dup, get_envelope_c/get_contents_c, size/extent), best of B batches of N
  * calls (short batches: a batch that a time slice interrupts is not the best). Build with each
- * implementation's mpicc, e.g. -O2 -DN=500 -DB=400; run on 1 rank. Open MPI 4.1 has no
- * large-count calls: the int forms stand in, as mpi4py's fallbacks do. */
+ * implementation's mpicc, e.g. -O2 -DN=500 -DB=400; run on 1 rank. -DMULTIPLE initializes at
+ * MPI_THREAD_MULTIPLE (as mpi4py does; MPICH then takes its global lock in each call). Open MPI
+ * 4.1 has no large-count calls: the int forms stand in, as mpi4py's fallbacks do. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +38,12 @@ static double best[48]; static const char *names[48]; static int nt;
   for (int it = 0; it < N; it++) { body; } double t = (MPI_Wtime() - t0) / N; if (t < m) m = t; } \
   names[nt] = name; best[nt++] = m; } while (0)
 int main(int argc, char **argv) {
+#ifdef MULTIPLE
+  int provided; MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided != MPI_THREAD_MULTIPLE) printf("provided thread level %d\n", provided);
+#else
   MPI_Init(&argc, &argv);
+#endif
   int bl[3] = {1, 2, 3}; MPI_Aint d[3] = {0, 8, 32}; MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_INT};
   MPI_Count cbl[3] = {1, 2, 3}, cd[3] = {0, 8, 32};
   MPI_Datatype st, st2, t, dt[4]; MPI_Count ni, na, nc, nd; int comb; int ii[16]; MPI_Aint aa[16]; MPI_Count cc[16];

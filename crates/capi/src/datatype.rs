@@ -98,6 +98,20 @@ const BUILTINS: &[(c_int, &str)] = &[
 ];
 
 impl Datatype {
+    /// The object of constituent `i` (the type of handle `types[i]`): `type_objs[i]`, or
+    /// the predefined type itself when `type_objs` is empty (every constituent is
+    /// predefined: see [`register`]).
+    pub(crate) fn constituent(&self, i: usize) -> Option<&Arc<Datatype>> {
+        if self.type_objs.is_empty() {
+            predefined(*self.types.get(i)?)
+        } else {
+            self.type_objs.get(i)
+        }
+    }
+    /// The objects of all constituents, in the order of `types` ([`Datatype::constituent`]).
+    pub(crate) fn constituents(&self) -> impl Iterator<Item = &Arc<Datatype>> {
+        (0..self.types.len()).filter_map(|i| self.constituent(i))
+    }
     /// The number of blocks of a struct type and the block length of its block `i`
     /// (`None`: not given), from its `int` or large-count constructor's arguments.
     pub(crate) fn struct_arg(&self, i: usize) -> Option<i64> {
@@ -682,15 +696,14 @@ pub(crate) fn alignment(t: &Datatype) -> usize {
     }
     if t.combiner == MPI_COMBINER_STRUCT {
         return t
-            .type_objs
-            .iter()
+            .constituents()
             .enumerate()
             .filter(|(i, _)| t.struct_arg(i + 1).is_some_and(|n| n > 0))
             .map(|(_, o)| alignment(o))
             .max()
             .unwrap_or(1);
     }
-    t.type_objs.first().map_or(1, |o| alignment(o))
+    t.constituent(0).map_or(1, |o| alignment(o))
 }
 
 /// MPI_Type_create_struct's padding (MPI-3.1 §4.1.6, as MPICH does it): the extent is
@@ -727,42 +740,34 @@ fn is_f90(combiner: c_int) -> bool {
     )
 }
 
-/// Insert a new derived type (with its envelope: combiner and constructor arguments) and
-/// write its handle.
+/// Insert a new derived type (with its envelope: combiner and constructor arguments, and
+/// its constituent types' handles `types`, all valid under the lock `st` is) and write its
+/// handle. The new entry holds the derived constituents' handles and keeps their objects
+/// (`type_objs`); predefined ones are static and found again by handle, so a type made of
+/// predefined types alone (most are) keeps none: no allocation and no reference counts
+/// for them ([`Datatype::constituent`]).
 pub(crate) fn register(
-    st: &mut State,
-    t: Datatype,
-    combiner: c_int,
-    ints: Vec<c_int>,
-    aints: Vec<isize>,
-    types: Vec<c_int>,
-    newtype: *mut c_int,
-) -> MpiResult {
-    let objs = types
-        .iter()
-        .map(|&h| st.dtype(h))
-        .collect::<MpiResult<Vec<_>>>()?;
-    register_objs(st, t, combiner, ints, aints, types, objs, newtype)
-}
-
-/// [`register`] with the constituent types' objects already looked up (`objs[i]` is the
-/// type of handle `types[i]`): the constructors have them from checking their arguments.
-#[allow(clippy::too_many_arguments)]
-fn register_objs(
     st: &mut State,
     mut t: Datatype,
     combiner: c_int,
     ints: Vec<c_int>,
     aints: Vec<isize>,
     types: Vec<c_int>,
-    objs: Vec<Arc<Datatype>>,
     newtype: *mut c_int,
 ) -> MpiResult {
-    debug_assert_eq!(types.len(), objs.len());
+    t.type_objs = Vec::new();
+    if !types.iter().all(|&h| predefined(h).is_some()) {
+        // A loop rather than collecting `Result`s: the collection was most of the cost
+        // this adds to a dup of a derived type.
+        let mut objs = Vec::with_capacity(types.len());
+        for &h in &types {
+            objs.push(Arc::clone(st.dtype_ref(h)?));
+        }
+        t.type_objs = objs;
+    }
     t.combiner = combiner;
     t.ints = ints;
     t.aints = aints;
-    t.type_objs = objs;
     t.types = types;
     // The handles were looked up under this lock: the new entry holds the derived ones.
     let h = st.types.insert_holding(Arc::new(t));
@@ -796,11 +801,16 @@ impl Envelope {
     }
     /// Room for `counts` count and `addrs` displacement arguments (in the vectors of this
     /// form), so that the envelope of a constructor is allocated once.
-    fn reserve(mut self, counts: usize, addrs: usize) -> Self {
+    fn reserve(self, counts: usize, addrs: usize) -> Self {
+        self.reserve_with_ints(0, counts, addrs)
+    }
+    /// [`Envelope::reserve`] with room for `ints` plain integer arguments as well.
+    fn reserve_with_ints(mut self, ints: usize, counts: usize, addrs: usize) -> Self {
         if self.large {
+            self.ints.reserve_exact(ints);
             self.counts.reserve_exact(counts + addrs);
         } else {
-            self.ints.reserve_exact(counts);
+            self.ints.reserve_exact(ints + counts);
             self.aints.reserve_exact(addrs);
         }
         self
@@ -830,18 +840,17 @@ impl Envelope {
         self
     }
     /// Insert the new type `t` with this envelope and its constituent types (handles
-    /// `types`, objects `objs`; see [`register_objs`]).
+    /// `types`; see [`register`]).
     fn register(
         self,
         st: &mut State,
         mut t: Datatype,
         combiner: c_int,
         types: Vec<c_int>,
-        objs: Vec<Arc<Datatype>>,
         newtype: *mut c_int,
     ) -> MpiResult {
         t.counts = self.counts;
-        register_objs(st, t, combiner, self.ints, self.aints, types, objs, newtype)
+        register(st, t, combiner, self.ints, self.aints, types, newtype)
     }
 }
 
@@ -850,9 +859,9 @@ mpi_fn_c! {
     fn PMPI_Type_contiguous / "MPI_Type_contiguous", PMPI_Type_contiguous_c / "MPI_Type_contiguous_c" (count: Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
-        let t = build(&[(0, n, &old)]);
-        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![oldtype], vec![old], newtype)
+        let old: &Datatype = st.dtype_ref(oldtype)?;
+        let t = build(&[(0, n, old)]);
+        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![oldtype], newtype)
     }
 }
 
@@ -863,10 +872,10 @@ mpi_fn_c! {
         let bl = check_count(blocklength)?;
         let stride: i64 = stride.into();
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
-        let e: Vec<_> = (0..n).map(|i| (i as isize * stride as isize * old.extent(), bl, &*old)).collect();
+        let old: &Datatype = st.dtype_ref(oldtype)?;
+        let e: Vec<_> = (0..n).map(|i| (i as isize * stride as isize * old.extent(), bl, old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into(), blocklength.into(), stride]).register(&mut st, t, MPI_COMBINER_VECTOR, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().count([count.into(), blocklength.into(), stride]).register(&mut st, t, MPI_COMBINER_VECTOR, vec![oldtype], newtype)
     }
 }
 
@@ -877,10 +886,10 @@ mpi_fn_c! {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
-        let e: Vec<_> = (0..n).map(|i| (i as isize * stride, bl, &*old)).collect();
+        let old: &Datatype = st.dtype_ref(oldtype)?;
+        let e: Vec<_> = (0..n).map(|i| (i as isize * stride, bl, old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().reserve(2, 1).count([count.into(), blocklength.into()]).addr([stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().reserve(2, 1).count([count.into(), blocklength.into()]).addr([stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, vec![oldtype], newtype)
     }
 }
 
@@ -891,13 +900,13 @@ mpi_fn_c! {
         let bl = slice_in(blocklens, n, "array_of_blocklengths")?;
         let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
+        let old: &Datatype = st.dtype_ref(oldtype)?;
         let mut e = Vec::with_capacity(n);
         for i in 0..n {
-            e.push((i64::from(d[i]) as isize * old.extent(), check_count(bl[i])?, &*old));
+            e.push((i64::from(d[i]) as isize * old.extent(), check_count(bl[i])?, old));
         }
         let t = build(&e);
-        Envelope::new::<Count>().reserve(1 + 2 * n, 0).count([count.into()]).count(bl.iter().map(|&c| c.into())).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().reserve(1 + 2 * n, 0).count([count.into()]).count(bl.iter().map(|&c| c.into())).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED, vec![oldtype], newtype)
     }
 }
 
@@ -908,13 +917,13 @@ mpi_fn_c! {
         let bl = slice_in(blocklens, n, "array_of_blocklengths")?;
         let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
+        let old: &Datatype = st.dtype_ref(oldtype)?;
         let mut e = Vec::with_capacity(n);
         for i in 0..n {
-            e.push((d[i], check_count(bl[i])?, &*old));
+            e.push((d[i], check_count(bl[i])?, old));
         }
         let t = build(&e);
-        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED, vec![oldtype], newtype)
     }
 }
 
@@ -925,10 +934,10 @@ mpi_fn_c! {
         let bl = check_count(blocklength)?;
         let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
-        let e: Vec<_> = d.iter().map(|&x| (i64::from(x) as isize * old.extent(), bl, &*old)).collect();
+        let old: &Datatype = st.dtype_ref(oldtype)?;
+        let e: Vec<_> = d.iter().map(|&x| (i64::from(x) as isize * old.extent(), bl, old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().reserve(2 + n, 0).count([count.into(), blocklength.into()]).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().reserve(2 + n, 0).count([count.into(), blocklength.into()]).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, vec![oldtype], newtype)
     }
 }
 
@@ -939,10 +948,10 @@ mpi_fn_c! {
         let bl = check_count(blocklength)?;
         let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
-        let e: Vec<_> = d.iter().map(|&x| (x, bl, &*old)).collect();
+        let old: &Datatype = st.dtype_ref(oldtype)?;
+        let e: Vec<_> = d.iter().map(|&x| (x, bl, old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().reserve(2, n).count([count.into(), blocklength.into()]).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().reserve(2, n).count([count.into(), blocklength.into()]).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![oldtype], newtype)
     }
 }
 
@@ -954,14 +963,14 @@ mpi_fn_c! {
         let d = slice_in(displs, n, "array_of_displacements")?;
         let ty = ints_of(types, n, "array_of_types")?;
         let mut st = lock();
-        let olds = ty.iter().map(|&h| st.dtype(h)).collect::<MpiResult<Vec<_>>>()?;
+        let olds = ty.iter().map(|&h| st.dtype_ref(h)).collect::<MpiResult<Vec<_>>>()?;
         let mut e = Vec::with_capacity(n);
         for i in 0..n {
-            e.push((d[i], check_count(bl[i])?, &*olds[i]));
+            e.push((d[i], check_count(bl[i])?, &**olds[i]));
         }
         let mut t = build(&e);
         pad_struct(&mut t, &e);
-        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_STRUCT, ty, olds, newtype)
+        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_STRUCT, ty, newtype)
     }
 }
 
@@ -969,11 +978,11 @@ mpi_fn_c! {
     /// `MPI_Type_create_resized`.
     fn PMPI_Type_create_resized / "MPI_Type_create_resized", PMPI_Type_create_resized_c / "MPI_Type_create_resized_c" (oldtype: c_int, lb: isize, extent: isize, newtype: *mut c_int) {
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
+        let old: &Datatype = st.dtype_ref(oldtype)?;
         let mut t = old.layout_copy();
         t.lb = lb;
         t.ub = lb + extent;
-        Envelope::new::<Count>().addr([lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().addr([lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, vec![oldtype], newtype)
     }
 }
 
@@ -984,54 +993,51 @@ mpi_fn_c! {
         if nd == 0 {
             mpi_bail!(MPI_ERR_DIMS, "ndims must be positive");
         }
-        let sz = counts_in(sizes, nd, "array_of_sizes")?;
-        let sub = counts_in(subsizes, nd, "array_of_subsizes")?;
-        let stt = counts_in(starts, nd, "array_of_starts")?;
+        let sz = slice_in(sizes, nd, "array_of_sizes")?;
+        let sub = slice_in(subsizes, nd, "array_of_subsizes")?;
+        let stt = slice_in(starts, nd, "array_of_starts")?;
         for i in 0..nd {
-            if sz[i] <= 0 || sub[i] < 0 || stt[i] < 0 || sub[i] + stt[i] > sz[i] {
-                mpi_bail!(MPI_ERR_ARG, "invalid subarray dimension {i}: size {} subsize {} start {}", sz[i], sub[i], stt[i]);
+            let (z, u, o): (i64, i64, i64) = (sz[i].into(), sub[i].into(), stt[i].into());
+            if z <= 0 || u < 0 || o < 0 || u + o > z {
+                mpi_bail!(MPI_ERR_ARG, "invalid subarray dimension {i}: size {z} subsize {u} start {o}");
             }
         }
         if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
             mpi_bail!(MPI_ERR_ARG, "invalid order {order}");
         }
-        // Work in C order: reverse the dimensions for Fortran order.
-        let (mut s, mut u, mut o) = (sz.clone(), sub.clone(), stt.clone());
-        if order == MPI_ORDER_FORTRAN {
-            s.reverse();
-            u.reverse();
-            o.reverse();
-        }
+        // Work in C order: dimension `d` of the arguments' `v` in C order (reversed for
+        // Fortran order), read in place (no copies of the arrays).
+        let fortran = order == MPI_ORDER_FORTRAN;
+        let at = |v: &[Count], d: usize| -> i64 { v[if fortran { nd - 1 - d } else { d }].into() };
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
+        let old: &Datatype = st.dtype_ref(oldtype)?;
         let ext = old.extent();
-        // Row strides in elements.
-        let mut stride = vec![1isize; nd];
+        // Per dimension: its row stride in elements and the index of the current row.
+        let mut dim = vec![(1isize, 0usize); nd];
         for d in (0..nd - 1).rev() {
-            stride[d] = stride[d + 1] * s[d + 1] as isize;
+            dim[d].0 = dim[d + 1].0 * at(sz, d + 1) as isize;
         }
-        let inner = u[nd - 1] as usize;
-        let mut entries = Vec::new();
-        let outer: usize = u[..nd - 1].iter().map(|&x| x as usize).product();
-        let mut idx = vec![0usize; nd.saturating_sub(1)];
+        let inner = at(sub, nd - 1) as usize;
+        let outer: usize = (0..nd - 1).map(|d| at(sub, d) as usize).product();
+        let mut entries = Vec::with_capacity(outer);
         for _ in 0..outer {
-            let mut off = o[nd - 1] as isize;
-            for d in 0..nd - 1 {
-                off += (o[d] as isize + idx[d] as isize) * stride[d];
+            let mut off = at(stt, nd - 1) as isize;
+            for (d, &(stride, i)) in dim[..nd - 1].iter().enumerate() {
+                off += (at(stt, d) as isize + i as isize) * stride;
             }
-            entries.push((off * ext, inner, &*old));
+            entries.push((off * ext, inner, old));
             for d in (0..nd - 1).rev() {
-                idx[d] += 1;
-                if idx[d] < u[d] as usize {
+                dim[d].1 += 1;
+                if dim[d].1 < at(sub, d) as usize {
                     break;
                 }
-                idx[d] = 0;
+                dim[d].1 = 0;
             }
         }
         let mut t = build(&entries);
         t.lb = 0;
-        t.ub = stride[0] * s[0] as isize * ext;
-        Envelope::new::<Count>().reserve(3 * nd + 2, 0).int([ndims]).count(sz).count(sub).count(stt).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, vec![oldtype], vec![old], newtype)
+        t.ub = dim[0].0 * at(sz, 0) as isize * ext;
+        Envelope::new::<Count>().reserve_with_ints(2, 3 * nd, 0).int([ndims]).count(sz.iter().map(|&c| c.into())).count(sub.iter().map(|&c| c.into())).count(stt.iter().map(|&c| c.into())).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, vec![oldtype], newtype)
     }
 }
 
@@ -1119,14 +1125,14 @@ mpi_fn_c! {
             stride[dims[w]] = stride[dims[w + 1]] * gs[dims[w + 1]] as isize;
         }
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
+        let old: &Datatype = st.dtype_ref(oldtype)?;
         let ext = old.extent();
         let mut entries = Vec::new();
         if nd > 0 && owned.iter().all(|o| !o.is_empty()) {
             let mut idx = vec![0usize; nd];
             'outer: loop {
                 let off: isize = (0..nd).map(|d| owned[d][idx[d]] as isize * stride[d]).sum();
-                entries.push((off * ext, 1usize, &*old));
+                entries.push((off * ext, 1usize, old));
                 for w in (0..nd).rev() {
                     let d = dims[w];
                     idx[d] += 1;
@@ -1141,7 +1147,7 @@ mpi_fn_c! {
         let mut t = build(&entries);
         t.lb = 0;
         t.ub = gs.iter().map(|&x| x as isize).product::<isize>() * ext;
-        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, vec![oldtype], vec![old], newtype)
+        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, vec![oldtype], newtype)
     }
 }
 
@@ -1149,11 +1155,11 @@ mpi_fn! {
     /// `MPI_Type_dup`.
     fn PMPI_Type_dup / "MPI_Type_dup" (oldtype: c_int, newtype: *mut c_int) {
         let mut st = lock();
-        let old = st.dtype(oldtype)?;
+        let old: &Datatype = st.dtype_ref(oldtype)?;
         let mut t = old.layout_copy();
         t.name = old.name.clone();
         t.committed = old.committed;
-        register_objs(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], vec![old], newtype)?;
+        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], newtype)?;
         // Attributes to copy through their callbacks (without the lock): only if the old
         // type has any.
         let copy = st.type_attrs.contains_key(&oldtype);
@@ -1711,6 +1717,45 @@ mod tests {
         assert!(lock()
             .dtype_ref(d)
             .is_ok_and(|t| t.combiner == MPI_COMBINER_CONTIGUOUS));
+    }
+
+    /// A type made of predefined types alone keeps no constituent objects (they are found
+    /// by handle); one with a derived constituent keeps them all, in order.
+    #[test]
+    fn constituents_of_predefined_types_are_found_by_handle() {
+        // SAFETY: valid output handles; the arrays have `count` entries.
+        let d = handle_of(|h| unsafe { PMPI_Type_dup(MPI_DOUBLE, h) });
+        let (bl, disp) = ([1, 2], [0isize, 16]);
+        let basic = [MPI_INT, MPI_DOUBLE];
+        // SAFETY: as above.
+        let s = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), basic.as_ptr(), h)
+        });
+        let mixed = [d, MPI_INT];
+        // SAFETY: as above.
+        let m = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), mixed.as_ptr(), h)
+        });
+        let st = lock();
+        let (dt, stt, mt) = (
+            st.dtype_ref(d).unwrap(),
+            st.dtype_ref(s).unwrap(),
+            st.dtype_ref(m).unwrap(),
+        );
+        assert!(dt.type_objs.is_empty() && stt.type_objs.is_empty());
+        assert!(Arc::ptr_eq(dt.constituent(0).unwrap(), &b(MPI_DOUBLE)));
+        let sc: Vec<_> = stt.constituents().map(|c| c.basic).collect();
+        assert_eq!(sc, [Some(MPI_INT), Some(MPI_DOUBLE)]);
+        assert!(stt.constituent(2).is_none());
+        assert_eq!(mt.type_objs.len(), 2);
+        assert!(Arc::ptr_eq(mt.constituent(0).unwrap(), dt));
+        assert!(Arc::ptr_eq(mt.constituent(1).unwrap(), &b(MPI_INT)));
+        assert_eq!((alignment(stt), alignment(mt)), (8, 8));
+        drop(st);
+        for mut h in [m, s, d] {
+            // SAFETY: a valid handle slot.
+            assert_eq!(unsafe { PMPI_Type_free(&mut h) }, MPI_SUCCESS);
+        }
     }
 
     #[test]

@@ -157,11 +157,11 @@ fn basic_seq(dt: &Datatype) -> MpiResult<Vec<Run>> {
     }
     if dt.combiner == MPI_COMBINER_STRUCT {
         let count = dt.struct_arg(0).unwrap_or(0).max(0) as usize;
-        for (i, old) in dt.type_objs.iter().enumerate().take(count) {
+        for (i, old) in dt.constituents().enumerate().take(count) {
             let reps = dt.struct_arg(i + 1).unwrap_or(0).max(0) as usize;
             push_seq(&mut seq, &basic_seq(old)?, reps);
         }
-    } else if let Some(old) = dt.type_objs.first() {
+    } else if let Some(old) = dt.constituent(0) {
         // Every other constructor repeats its single old type; the number of copies is
         // the ratio of the sizes.
         if let Some(reps) = dt.size.checked_div(old.size) {

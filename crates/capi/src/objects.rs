@@ -226,7 +226,8 @@ pub(crate) struct Datatype {
     /// displacements, MPI 4.1 §5.1.13); empty for the other types.
     pub counts: Vec<i64>,
     pub types: Vec<c_int>,
-    /// The constituent datatypes (kept alive even if their handles are freed).
+    /// The constituent datatypes (kept alive even if their handles are freed); empty when
+    /// every constituent is predefined (`Datatype::constituent` finds those by handle).
     pub type_objs: Vec<Arc<Datatype>>,
     /// The predefined type all basic elements have, if there is exactly one (reductions).
     pub basic: Option<c_int>,

@@ -368,7 +368,12 @@ impl TypeTable {
         let mut holds = false;
         if let Some(s) = index_of(h).and_then(slot) {
             publish(s, [0; WORDS]);
-            holds = s.refs.swap(0, Ordering::AcqRel) & HOLDS != 0;
+            // A load and a store, not a swap (one atomic read-modify-write fewer per
+            // removal): a lock-free free (`release_shared`) that lands between them finds
+            // the entry as removed as after a swap (its change is lost with the entry),
+            // and `HOLDS` is only written under the lock.
+            holds = s.refs.load(Ordering::Acquire) & HOLDS != 0;
+            s.refs.store(0, Ordering::Release);
         }
         Some((self.0.remove(h)?, holds))
     }
