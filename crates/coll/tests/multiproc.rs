@@ -336,36 +336,6 @@ fn alltoall_push_np8() {
 fn allgather_pair_ways_np2() {
     run(2, "ag-pair", &[]);
 }
-/// Allgather(v)s on more than 2 ranks of blocks too large for a segment buffer, 48 in a
-/// row, with `coll_sm_allgather_doubling_min` at 64 KiB ([`ag_doubling_suite`]): on a power
-/// of two of ranks those whose largest block reaches it go by recursive doubling over the
-/// receive buffers, the others (and all on 6 ranks) read every block from its owner; then
-/// one whose counts disagree across that bound on one rank (erroneous) must not hang.
-#[test]
-fn allgather_doubling_np4() {
-    run(4, "ag-doubling", &[DOUBLING_AT]);
-}
-#[test]
-fn allgather_doubling_np8() {
-    run(8, "ag-doubling", &[DOUBLING_AT]);
-}
-#[test]
-fn allgather_doubling_cyclic_np8() {
-    run(8, "ag-doubling", &[DOUBLING_AT, (PIN, "cyclic")]);
-}
-#[test]
-fn allgather_doubling_block_np8() {
-    run(8, "ag-doubling", &[DOUBLING_AT, (PIN, "block")]);
-}
-#[test]
-fn allgather_doubling_np6() {
-    run(6, "ag-doubling", &[DOUBLING_AT]);
-}
-
-/// The doubling from a largest block of 64 KiB (set here so that the suite does not depend
-/// on the default).
-const DOUBLING_AT: (&str, &str) = ("OXMPI_MCA_coll_sm_allgather_doubling_min", "65536");
-
 /// The same exchanges read by the receivers instead: push off by parameter, and with
 /// `process_vm_writev` denied by a seccomp filter (the probe finds the read allowed and the
 /// write not: every rank reads).
@@ -875,10 +845,6 @@ fn rank_entry() {
         "ag-pair" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             ag_pair_suite(&w);
-        }
-        "ag-doubling" => {
-            let w = CollComm::new(e, e.comm_world()).unwrap();
-            ag_doubling_suite(&w);
         }
         "a2a-push" | "a2a-pull" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2302,117 +2268,6 @@ fn ag_pair_suite(c: &CollComm) {
     assert!(
         read > 0 && read < calls,
         "rank {r}: {read} of {calls} calls read (both ways must run)"
-    );
-}
-
-/// Allgathers and allgatherv(s) of blocks too large for a segment buffer on more than 2
-/// ranks (`coll_sm_allgather_doubling_min` 64 KiB, [`DOUBLING_AT`]), 48 in a row through
-/// `base::select`: blocks of 4 KiB + 1 to 300 KiB, so calls on both sides of the bound; in
-/// place every third call; odd calls an allgatherv of uneven blocks (one empty, one of an
-/// odd length) whose gaps differ per rank, so that a doubling reader must take a block
-/// from its partner's buffer at the partner's layout, not its own. Each call gets a fresh
-/// receive buffer filled with 0xa5; after the call every block must hold this call's data
-/// (a block read from a partner before the partner had it shows here) and the gaps 0xa5;
-/// the last 10 receive buffers must not change in later calls. On a power of two of ranks
-/// exactly the calls whose largest block reaches the bound took the doubling, on others
-/// none. Then an allgatherv whose counts on rank 1 put block 2 at the bound and on the
-/// others one byte below (erroneous): rank 1 doubles while the others read, and every
-/// rank must come back (rank 1 with `MPI_ERR_TRUNCATE`, the others with every block), and
-/// a correct call after it must work.
-fn ag_doubling_suite(c: &CollComm) {
-    use oxmpi_coll::sm;
-    use std::collections::VecDeque;
-    let (p, r) = (c.size as usize, c.rank as usize);
-    let seg = sm::get(c, Coll::Allgather).unwrap().expect("a segment");
-    if seg.single_copy_max() == 0 {
-        eprintln!("ag-doubling: no cross-memory copies here, nothing to test");
-        return;
-    }
-    let at = 64 << 10;
-    let before = seg.doublings();
-    let mut kept: VecDeque<(u64, Vec<u8>, Vec<u8>)> = VecDeque::new();
-    let (calls, mut doubled) = (48u64, 0u64);
-    for it in 0..calls {
-        let i = it as usize;
-        let block = sm::DATA + 1 + (i * 37_813) % (300 << 10);
-        let v = i % 2 == 1;
-        let counts: Vec<usize> = (0..p)
-            .map(|j| match (v, j % 4) {
-                (false, _) => block,
-                (true, 1) => 0,
-                (true, 2) => block / 3 + 1,
-                (true, _) => block + j,
-            })
-            .collect();
-        let lead = 1 + i % 7;
-        let gap = if v { 1 + (i + r) % 5 } else { 0 };
-        let displs: Vec<usize> = prefix(&counts, gap).iter().map(|d| d + lead).collect();
-        let len = displs[p - 1] + counts[p - 1] + 3;
-        let mut buf = vec![0xa5u8; len];
-        let xs: Vec<Vec<u8>> = (0..p).map(|j| contrib(counts[j], it, j, 81)).collect();
-        let in_place = i % 3 == 2;
-        if in_place {
-            buf[displs[r]..displs[r] + counts[r]].copy_from_slice(&xs[r]);
-        }
-        let own = (!in_place).then_some(&xs[r][..]);
-        if v {
-            select::allgatherv(c, &mut buf, (&counts, &displs), own).unwrap();
-        } else {
-            select::allgather(c, &mut buf[lead..lead + p * block], block, own).unwrap();
-        }
-        let largest = counts.iter().copied().max().unwrap_or(0);
-        doubled += u64::from(p.is_power_of_two() && largest >= at);
-        let how = format!("call {it} (block {block}, in place {in_place}, v {v}) on rank {r}");
-        for j in 0..p {
-            let (d, n) = (displs[j], counts[j]);
-            assert!(buf[d..d + n] == xs[j][..], "{how}: the block of rank {j}");
-            let end = if j + 1 < p { displs[j + 1] } else { len };
-            assert!(
-                buf[d + n..end].iter().all(|&b| b == 0xa5),
-                "{how}: the gap after the block of rank {j} was written"
-            );
-        }
-        assert!(
-            buf[..lead].iter().all(|&b| b == 0xa5),
-            "{how}: before the blocks"
-        );
-        keep_checking(&mut kept, it, buf, r);
-    }
-    assert_eq!(
-        seg.doublings() - before,
-        doubled,
-        "rank {r}: calls by recursive doubling"
-    );
-    // Counts that disagree across the bound: rank 1 doubles, the others read.
-    let mut counts = vec![at - 1; p];
-    if r == 1 {
-        counts[2] = at;
-    }
-    let displs = prefix(&counts, 0);
-    let xs: Vec<Vec<u8>> = (0..p).map(|j| contrib(at - 1, 99, j, 82)).collect();
-    let mut buf = vec![0xa5u8; displs[p - 1] + counts[p - 1]];
-    let got = select::allgatherv(c, &mut buf, (&counts, &displs), Some(&xs[r]));
-    if r == 1 {
-        let e = got.expect_err("rank 1 of an allgatherv whose counts disagree took no error");
-        assert_eq!(e.class(), oxmpi_engine::ErrorClass::Truncate, "rank 1: {e}");
-    } else {
-        got.unwrap();
-        for j in 0..p {
-            let d = displs[j];
-            assert!(
-                buf[d..d + at - 1] == xs[j][..],
-                "rank {r}: block {j} of the allgatherv whose counts disagree on rank 1"
-            );
-        }
-    }
-    let block = at + 5;
-    let xs: Vec<Vec<u8>> = (0..p).map(|j| contrib(block, 100, j, 83)).collect();
-    let mut buf = vec![0u8; p * block];
-    select::allgather(c, &mut buf, block, Some(&xs[r])).unwrap();
-    assert_eq!(
-        buf,
-        xs.concat(),
-        "rank {r}: the allgather after the erroneous one"
     );
 }
 

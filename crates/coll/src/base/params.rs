@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 25] = [
+pub static PARAMS: [ParamDecl; 24] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -105,7 +105,6 @@ pub static PARAMS: [ParamDecl; 25] = [
     crate::sm::params::SINGLE_COPY_MAX_MANY,
     crate::sm::params::NONBLOCKING_LARGE_MAX,
     crate::sm::params::ALLTOALL_PUSH_MIN,
-    crate::sm::params::ALLGATHER_DOUBLING_MIN,
     crate::sm::params::NONBLOCKING_PUSH_MIN,
     crate::sm::params::NONBLOCKING_PUSH_MANY,
     crate::sm::params::NONBLOCKING_SHARE_CHUNK,

@@ -193,25 +193,6 @@ pub const ALLTOALL_PUSH_MIN: ParamDecl = ParamDecl::new(
 )
 .level(7);
 
-/// `coll_sm_allgather_doubling_min`.
-pub const ALLGATHER_DOUBLING_MIN: ParamDecl = ParamDecl::new(
-    "coll",
-    "sm",
-    "allgather_doubling_min",
-    ParamType::Int {
-        min: 0,
-        max: 1 << 30,
-    },
-    "65536",
-    "Allgather(v)s on a power of two of ranks, more than 2, whose blocks move by \
-     cross-memory copies (too large for a shared-memory buffer): when the largest block is \
-     at least this many bytes, the blocks move by recursive doubling over the ranks' \
-     receive buffers (at each step a rank reads from its partner the blocks that partner \
-     has just gathered) instead of each rank reading every block from its owner; the same \
-     on every rank; 0: never",
-)
-.level(7);
-
 /// `coll_sm_nonblocking_push_min`.
 pub const NONBLOCKING_PUSH_MIN: ParamDecl = ParamDecl::new(
     "coll",
@@ -329,14 +310,6 @@ pub fn single_copy_max_for(p: usize) -> usize {
 pub fn alltoall_push_min() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     *MIN.get_or_init(|| usize::try_from(params::int(&ALLTOALL_PUSH_MIN)).unwrap_or(0))
-}
-
-/// `coll_sm_allgather_doubling_min`: the smallest largest block (bytes) of an allgather(v)
-/// by cross-memory copies on a power of two of ranks, more than 2, that moves by recursive
-/// doubling (0: none; [`super::Seg::allgatherv_cma`]).
-pub fn allgather_doubling_min() -> usize {
-    static MIN: OnceLock<usize> = OnceLock::new();
-    *MIN.get_or_init(|| usize::try_from(params::int(&ALLGATHER_DOUBLING_MIN)).unwrap_or(0))
 }
 
 /// `coll_sm_spin_first`: looks at a flag before a waiting rank that yields when idle

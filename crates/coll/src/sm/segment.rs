@@ -325,8 +325,6 @@ pub struct Seg {
     /// Allgather(v)s on 2 ranks that read the peer's block rather than wrote ours
     /// ([`Seg::pair_reads`]).
     pair_reads: AtomicU64,
-    /// Allgather(v)s by recursive doubling over the receive buffers ([`Seg::doublings`]).
-    doublings: AtomicU64,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
     /// Bytes of our last post into our ring cell ([`RING_CELLS`]) whose next cell's lines
@@ -471,7 +469,6 @@ impl Seg {
             sink: AtomicU8::new(0),
             pushes: AtomicU64::new(0),
             pair_reads: AtomicU64::new(0),
-            doublings: AtomicU64::new(0),
             eng,
             ring_ahead: AtomicUsize::new(0),
             nb_ahead: AtomicUsize::new(0),

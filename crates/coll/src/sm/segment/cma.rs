@@ -37,7 +37,7 @@ use super::{Seg, DATA, NBUF};
 use crate::{arg_err, Result};
 use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Bytes per CMA call of a swap (the bounce buffer's size).
 const CHUNK: usize = 64 << 10;
@@ -127,25 +127,8 @@ const HEAD: usize = 6;
 /// Word of the address table with the receive buffer's address.
 const RECV: usize = 5;
 
-/// Largest communicator whose address table, with a receive layout and an allgatherv's
-/// progress word ([`Seg::progress`]), fits a buffer.
-const _: () = assert!(8 * (HEAD + 4 * 64 + 1) <= DATA);
-
-/// Shift of the collective's number in an allgatherv's progress word ([`Seg::progress`]).
-const PROGRESS_SHIFT: u32 = 16;
-/// Steps in a progress word that say every block is in the rank's buffer (more than any
-/// doubling has).
-const DOUBLING_DONE: u64 = 64;
-
-/// Whether an allgatherv on more than 2 ranks of blocks of `counts` bytes (each too large
-/// for a segment buffer or not) takes the doubling ([`Seg::read_doubling`]): on a power
-/// of two of ranks whose largest block is at least `coll_sm_allgather_doubling_min`. The
-/// same on every rank whose counts agree; a rank whose counts differ (erroneous) may
-/// choose the other way, which publishes its progress too, so nobody waits forever.
-fn doubles(p: usize, counts: &[usize]) -> bool {
-    let min = crate::sm::params::allgather_doubling_min();
-    p.is_power_of_two() && min != 0 && counts.iter().copied().max().unwrap_or(0) >= min
-}
+/// Largest communicator whose address table, with a receive layout, fits a buffer.
+const _: () = assert!(8 * (HEAD + 4 * 64) <= DATA);
 
 /// Word of a 2-rank allgather's address table after the table and the receive layout:
 /// rank 0's choice, [`PAIR_WRITE`] or [`PAIR_READ`] ([`pair_choice`]).
@@ -490,22 +473,11 @@ impl Seg {
         self.reusable(k.saturating_sub(NBUF));
         let pair = p == 2;
         let (ours, at) = (vec![mine.len(); p], vec![0; p]);
-        // Where our block is, for readers, and where we want each block: on 2 ranks for
-        // writers, on more for the doubling's readers of the blocks we hold (the layout,
-        // when it lies inside `buf`).
+        // Where our block is, for readers; on 2 ranks also where we want each block, for
+        // writers (the layout, when it lies inside `buf`).
+        let layout = pair.then_some((&*buf, counts, displs));
         // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
-        unsafe {
-            self.put_addresses(
-                k,
-                (own.unwrap_or(&buf[mine.clone()]), &ours, &at),
-                Some((&*buf, counts, displs)),
-            );
-        }
-        let doubling = !pair && doubles(p, counts);
-        if !pair {
-            // SAFETY: as above; the word lies within `DATA` (checked at compile time).
-            unsafe { self.progress(me, k) }.store(k << PROGRESS_SHIFT, Ordering::Relaxed);
-        }
+        unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at), layout) };
         if pair && me == 0 {
             // In place writing stays: far, 256 KiB, it took 36.3 us against 44.9 reading,
             // and the chooser, tried there too, was 8-16 % slower than writing always.
@@ -523,17 +495,6 @@ impl Seg {
             };
         }
         self.put_word(self.stamp(me, k), k);
-        if doubling {
-            self.doublings.fetch_add(1, Ordering::Relaxed);
-            let moved = self.read_doubling(k, buf, (counts, displs));
-            if let Some(o) = own {
-                // Nobody reads our block from `buf` (it is read from `o`, the address we
-                // posted), and the others only read their blocks of it.
-                let total = buf.len();
-                copy_own(&mut buf[mine.clone()], o, total);
-            }
-            return self.gathered(k, moved);
-        }
         if let Some(o) = own {
             // The peers write only their blocks of `buf`, which do not overlap ours.
             let total = buf.len();
@@ -574,19 +535,8 @@ impl Seg {
             }
             moved
         } else {
-            let moved = self.read_all(k, None, (buf, counts, displs));
-            // Every block is in `buf` now: a rank that took the doubling (it decided
-            // otherwise: an erroneous call whose counts differ) may read them from here.
-            let bad = !matches!(moved, Ok(true));
-            self.put_progress(k, DOUBLING_DONE, bad);
-            moved
+            self.read_all(k, None, (buf, counts, displs))
         };
-        self.gathered(k, moved)
-    }
-
-    /// End allgatherv `k` by cross-memory copies ([`Seg::cma_done`]), `moved` as
-    /// [`Seg::read_all`] says.
-    fn gathered(&self, k: u64, moved: io::Result<bool>) -> Result<()> {
         match self.cma_done(k, moved, "allgatherv")? {
             true => Ok(()),
             false => Err(arg_err(
@@ -594,117 +544,6 @@ impl Seg {
                 "allgatherv: a rank's block differs in length from its count",
             )),
         }
-    }
-
-    /// Rank `r`'s progress word of an allgatherv `k` on more than 2 ranks (after its
-    /// address table and receive layout): `k << PROGRESS_SHIFT`, plus twice the steps of
-    /// the doubling it has done ([`Seg::read_doubling`]; [`DOUBLING_DONE`]: every block is
-    /// in its buffer), plus 1 once some block was wrong (a length that differs from a
-    /// count, a layout outside a buffer, a partner's block that was wrong).
-    ///
-    /// # Safety
-    /// `r` is us, or `r` stamped `k` and we have not finished `k` (its value before its
-    /// stamp may be another collective's data).
-    unsafe fn progress(&self, r: usize, k: u64) -> &AtomicU64 {
-        // SAFETY: caller contract; the word lies within the buffer's data (checked at
-        // compile time for the largest communicator), which starts 8 bytes into a
-        // 64-aligned buffer, so it is 8-aligned, and it is only accessed atomically while
-        // this collective is open.
-        unsafe {
-            &*(self
-                .data(r, k)
-                .cast::<u64>()
-                .add(HEAD + 4 * self.size)
-                .cast::<AtomicU64>())
-        }
-    }
-
-    /// Publish our progress of allgatherv `k`: `steps` done, `bad` whether some block was
-    /// wrong (see [`Seg::progress`]).
-    fn put_progress(&self, k: u64, steps: u64, bad: bool) {
-        // SAFETY: our own buffer of `k`, posted.
-        let w = unsafe { self.progress(self.rank, k) };
-        self.put_word(w, (k << PROGRESS_SHIFT) | (steps << 1) | u64::from(bad));
-    }
-
-    /// Allgatherv `k` by recursive doubling over the ranks' receive buffers, on a power of
-    /// two of ranks ([`doubles`]): at step `s`, rank `r` reads from partner `r ^ 2^s` the
-    /// `2^s` blocks that partner holds by then, its own block from where it posted it and
-    /// the others from its receive buffer (its posted layout) once its progress word says
-    /// it got them, the blocks the partner got last first; then it publishes its own
-    /// progress. Every rank still copies 7 blocks of 8, but from the partner that has just
-    /// written them: with 8 ranks pinned cyclically on 2 vCPUs, the partners of steps 1 and
-    /// 2 share the rank's vCPU, so 6 of the 7 blocks come from that vCPU's caches and one
-    /// crosses, where reading every block from its owner takes 4 across (Open MPI 4.1's
-    /// allgather takes the same path with messages). False, as for [`Seg::read_all`], if
-    /// a block differs in length from our count for it, a partner's layout disagrees with
-    /// our counts or a partner reported a wrong block (its progress); such blocks are not
-    /// copied, every step still runs and is published.
-    fn read_doubling(
-        &self,
-        k: u64,
-        buf: &mut [u8],
-        (counts, displs): (&[usize], &[usize]),
-    ) -> io::Result<bool> {
-        let (p, me) = (self.size, self.rank);
-        let mut bad = false;
-        for s in 0..p.trailing_zeros() {
-            let q = me ^ (1 << s);
-            self.wait_word_remote(q, self.stamp(q, k), k);
-            if s > 0 {
-                let want = (k << PROGRESS_SHIFT) | (u64::from(s) << 1);
-                // SAFETY: `q` stamped `k` (waited above), not finished by us.
-                let v = self.wait_word_remote(q, unsafe { self.progress(q, k) }, want);
-                bad |= v & 1 == 1;
-            }
-            // SAFETY: `q` stamped `k` (waited above), not finished by us; it posted its
-            // layout after its table.
-            let (pid, recv) = unsafe { (self.word(q, k, 1) as i32, self.word(q, k, RECV)) };
-            // The blocks `q` got at step `t` (the group of `q ^ 2^t` at level `t`), the
-            // last step's first, then its own.
-            let got = (0..s).rev().flat_map(|t| {
-                let from = (q ^ (1 << t)) & !((1 << t) - 1);
-                from..from + (1 << t)
-            });
-            for j in got.chain(std::iter::once(q)) {
-                let (n, at) = if j == q {
-                    // SAFETY: as above; its posted block (its address table).
-                    unsafe { self.block(q, k, me) }
-                } else if recv == 0 {
-                    (usize::MAX, 0)
-                } else {
-                    // SAFETY: as above; `q`'s receive layout, posted with its table.
-                    unsafe {
-                        (
-                            self.word(q, k, HEAD + 3 * p + j) as usize,
-                            recv + self.word(q, k, HEAD + 2 * p + j),
-                        )
-                    }
-                };
-                if n != counts[j] || displs[j] + counts[j] > buf.len() {
-                    bad = true;
-                    continue;
-                }
-                if n == 0 {
-                    continue;
-                }
-                // SAFETY: `q` holds `n` bytes at `at` in its memory, unchanged until it is
-                // done with `k`, after us: its own block where it posted it, or block `j`
-                // of its receive buffer, which it wrote before its progress said so (or
-                // never writes again in this collective); `buf` holds them at `displs[j]`.
-                unsafe {
-                    cma_copy(
-                        pid,
-                        buf[displs[j]..displs[j] + n].as_mut_ptr(),
-                        at,
-                        n,
-                        Cma::Read,
-                    )?;
-                }
-            }
-            self.put_progress(k, u64::from(s) + 1, bad);
-        }
-        Ok(!bad)
     }
 
     /// What every rank can do by CMA to every rank that posted addresses in alltoallv `k`
@@ -751,12 +590,6 @@ impl Seg {
     /// tests and diagnostics).
     pub fn pair_reads(&self) -> u64 {
         self.pair_reads.load(Ordering::Relaxed)
-    }
-
-    /// How many allgather(v)s on this segment took the doubling ([`Seg::read_doubling`];
-    /// for tests and diagnostics).
-    pub fn doublings(&self) -> u64 {
-        self.doublings.load(Ordering::Relaxed)
     }
 
     /// Keep the verdict of a probe that every rank took part in: `level` of
