@@ -1356,6 +1356,13 @@ impl Engine {
         self.lock().peers[p].reads_ours
     }
 
+    /// Gives peer `p` the process id `pid` (the protocol tests' fake peers live in this
+    /// process: with our own pid a single copy from them reads our memory).
+    #[cfg(test)]
+    pub(crate) fn set_peer_pid(&self, p: usize, pid: i32) {
+        self.lock().peers[p].pid = pid;
+    }
+
     /// Polls (progress + `f`) until `f` returns a value; yields between polls if configured,
     /// and checks peers for liveness now and then.
     ///

@@ -96,6 +96,12 @@ pub(crate) struct State {
     pub(crate) rndv_sends_all: u32,
     /// Bytes per chunk of the cooperative copy.
     pub(crate) coop_chunk: usize,
+    /// A receive is being posted ([`State::start_recv_as`]): a rendezvous message it
+    /// matches had arrived before it.
+    pub(crate) posting: bool,
+    /// Rendezvous messages matched by a receive as it was posted whose copy is chosen at
+    /// the next progress pass instead ([`State::defers`]).
+    pub(crate) deferred: Vec<(u64, Envelope, Msg)>,
     /// Time base of the transfer measurements.
     pub(crate) clock: std::time::Instant,
     /// `finalize` ran: communication calls fail.
@@ -176,6 +182,8 @@ impl State {
             coop_min: sm.coop_min,
             rndv_sends_all: 0,
             coop_chunk: sm.coop_chunk,
+            posting: false,
+            deferred: Vec::new(),
             clock: std::time::Instant::now(),
             finalized: false,
             ft: false,
@@ -413,6 +421,10 @@ impl State {
     #[inline]
     pub(crate) fn progress(&mut self) -> bool {
         let mut busy = self.cm.is_some() && self.cm_progress();
+        if !self.deferred.is_empty() {
+            self.deliver_deferred();
+            busy = true;
+        }
         // `declare_dead` (reached from drain, flush or settle) removes a peer from `linked`
         // while we walk it: the next peer then moves into slot `k`, so `k` only advances
         // past a peer that is still there.

@@ -201,7 +201,9 @@ impl State {
         };
         let settled = if let Some((env, msg)) = found {
             // Messages that arrived before a peer died are still delivered.
+            self.posting = true;
             self.deliver(id, env, msg);
+            self.posting = false;
             true
         } else if peer.is_some_and(|p| self.peers[p as usize].dead) {
             self.matcher.cancel(ctx, src, &id);
@@ -467,6 +469,36 @@ impl State {
     }
 
     /// Hands a matched message to receive request `rid`.
+    /// Whether a rendezvous message `msg` (`n` bytes to copy) that a receive matches as it
+    /// is posted waits for the next progress pass before its copy is chosen
+    /// ([`State::deliver_deferred`]): from 64 KiB, with the `auto` single copy, from a
+    /// peer we send no rendezvous message to yet. A program that receives from and sends
+    /// to the same peer posts its receives first (bibw's windows, the collectives'
+    /// exchanges): where the peer's requests-to-send came before our receives (the peer
+    /// began its window while we were still taking its last acknowledgement), each was
+    /// chosen as it was posted, before our sends, as one-way traffic (the pipeline), and
+    /// the window went through the pipeline while the peer read ours (bibw 1 MiB: 61 of a
+    /// window's 64 messages). At the next pass our sends are under way, and the two-way
+    /// choosers decide, as for the messages that came after our receives.
+    fn defers(&self, msg: &Msg, n: usize) -> bool {
+        let Msg::Rts { peer, cma, rma, .. } = *msg else {
+            return false;
+        };
+        cma && !rma
+            && self.cma
+            && self.single_copy == SingleCopy::Auto
+            && coop::size_class(n) > 0
+            && !self.peers[peer as usize].dead
+            && !self.sending_rndv_to(peer)
+    }
+
+    /// Delivers the messages [`State::defers`] held back (a progress pass).
+    pub(crate) fn deliver_deferred(&mut self) {
+        for (rid, env, msg) in std::mem::take(&mut self.deferred) {
+            self.deliver(rid, env, msg);
+        }
+    }
+
     pub(crate) fn deliver(&mut self, rid: u64, env: Envelope, msg: Msg) {
         let Some(q) = self.reqs.get_mut(rid) else {
             return;
@@ -476,6 +508,13 @@ impl State {
         };
         let total = msg.len();
         let n = total.min(cap);
+        if self.posting && self.defers(&msg, n) {
+            self.deferred.push((rid, env, msg));
+            return;
+        }
+        let Some(q) = self.reqs.get_mut(rid) else {
+            return;
+        };
         q.status = Status {
             source: env.src,
             tag: env.tag,

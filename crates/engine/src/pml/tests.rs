@@ -8,7 +8,7 @@ use crate::btl::fake::{self, WireHandle};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::Link;
 use crate::pml::hdr::{
-    Hdr, FIN_READ, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
+    Hdr, FIN_READ, F_CMA, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
 };
 use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
 
@@ -477,6 +477,67 @@ fn fin_read_tells_that_the_peer_reads_our_messages() {
     assert!(!net.e[0].peer_reads_ours(1));
     // The stream goes on.
     transfer(&net, 3 * FRAG, 3 * FRAG, 1);
+}
+
+/// A rendezvous message whose request-to-send arrived before its receive was posted is
+/// chosen at the next progress pass, with the sends posted after the receive under way:
+/// bibw posts a window's receives, then its sends, and where the peer's requests-to-send
+/// came first (it began its window while we were still taking its last acknowledgement),
+/// each was chosen as its receive was posted, as one-way traffic (the pipeline: a
+/// clear-to-send), and the window went through the pipeline while the peer read ours. Here
+/// the streams' two-way chooser reads the message alone (a FIN, no clear-to-send).
+#[test]
+fn a_receive_posted_after_its_request_to_send_is_chosen_with_the_sends_that_follow() {
+    let settings = Settings {
+        single_copy: SingleCopy::Auto,
+        coop_min: 16 << 10,
+        ..test_settings()
+    };
+    let net = Net::build(2, 256, 4096, &settings);
+    // Rank 1 is a fake peer in this process: its single copy reads our memory.
+    net.e[0].set_peer_pid(1, std::process::id() as i32);
+    let n = 1 << 20;
+    let theirs = data(n, 7);
+    // Rank 1's request-to-send (world context 0, tag 9), offering a single copy of
+    // `theirs`; it waits unexpected at rank 0.
+    let (w, side) = net.wire(1, 0);
+    let rts = Hdr {
+        kind: K_RTS,
+        flags: F_CMA,
+        ctx: 0,
+        src: 1,
+        tag: 9,
+        a: n as u64,
+        b: 4242,
+        c: theirs.as_ptr() as u64,
+        ..Hdr::default()
+    };
+    w.inject(side, fake::encode(&rts, &[]));
+    net.e[0].progress();
+    // Rank 0 posts its receive, then a send of its own to rank 1, then progresses.
+    let mut buf = vec![0u8; n];
+    let r = net.irecv(0, 1, 9, &mut buf);
+    let ours = data(n, 8);
+    let s = net.isend(0, 1, 9, &ours, SendMode::Standard);
+    for _ in 0..4 {
+        net.e[0].progress();
+    }
+    let answers: Vec<u8> = net
+        .log(0, 1)
+        .iter()
+        .map(|&(k, _)| k)
+        .filter(|&k| k != K_RTS)
+        .collect();
+    assert_eq!(
+        answers,
+        [K_FIN],
+        "rank 0 read the message alone (FIN), not pipelined (CTS = {K_CTS})"
+    );
+    let st = net.e[0].test(r).expect("the message was read at once");
+    assert_eq!(st.count_bytes, n);
+    assert!(buf == theirs, "the data");
+    net.done(1, net.irecv(1, 0, 9, &mut vec![0u8; n]));
+    net.done(0, s);
 }
 
 /// The count of rendezvous sends under way to each peer (what the two-way chooser asks
