@@ -468,50 +468,6 @@ mpi_fn_c! {
     }
 }
 
-/// An iscatter root's whole part at its call, on the segment and the caller's memory
-/// ([`oxmpi_coll::sm::nb::scatter_root_now`]): for predefined basic types whose blocks
-/// fit the root's buffer ([`shared_seg`], as the general path's [`rooted_seg`] decides on
-/// every rank), when that buffer is free, the post comes first (no datatype reference, no
-/// request slot) and the request is a completed one. `None`: the general path, which also
-/// reports the errors.
-fn iscatter_root_now(
-    a: &oxmpi_coll::CollComm,
-    (sendbuf, sendcount, sendtype): (*const c_void, i64, c_int),
-    (recvbuf, recvcount, recvtype, in_place): (*mut c_void, i64, c_int, bool),
-    request: *mut c_int,
-) -> Option<MpiResult> {
-    let b = crate::coll::basic_bytes(sendcount, sendtype)?;
-    if b == 0 || sendbuf.is_null() || request.is_null() {
-        return None;
-    }
-    let n = b.checked_mul(a.size as usize)?;
-    let seg = shared_seg(a, n)?;
-    let out: &mut [u8] = if in_place {
-        &mut []
-    } else {
-        if crate::coll::basic_bytes(recvcount, recvtype)? != b || recvbuf.is_null() {
-            return None;
-        }
-        // SAFETY: MPI contract: recvbuf (not NULL) has room for `recvcount` items of a
-        // predefined basic type (`b` bytes), contiguous from offset 0, apart from the send
-        // buffer.
-        unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), b) }
-    };
-    // SAFETY: MPI contract: sendbuf holds `size` blocks of `b` bytes, contiguous from
-    // offset 0; read only.
-    let send = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), n) };
-    if !oxmpi_coll::sm::nb::scatter_root_now(a, &seg, send, out) {
-        return None;
-    }
-    // Posting advances the other collectives (after our post here: it comes first).
-    sched::progress_pending();
-    Some(crate::ffi::out(
-        request,
-        crate::handles::SEND_DONE,
-        "request",
-    ))
-}
-
 mpi_fn_c! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter", PMPI_Iscatter_c / "MPI_Iscatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
@@ -521,10 +477,6 @@ mpi_fn_c! {
         let p = size as usize;
         let me = rank == root;
         let in_place = alg::is_in_place(recvbuf) && me;
-        // A root of predefined types whose blocks fit its buffer: posted first.
-        if let Some(r) = me.then(|| iscatter_root_now(&a, (sendbuf, i64::from(sendcount), sendtype), (recvbuf, i64::from(recvcount), recvtype, in_place), request)).flatten() {
-            return r;
-        }
         let mut unpack = Vec::new();
         let blk = if me {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;

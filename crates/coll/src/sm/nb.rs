@@ -542,34 +542,6 @@ pub fn scatterv_root_now(
     true
 }
 
-/// An `MPI_Iscatter` root's whole part on `seg` at its call, without a request, as
-/// [`scatterv_root_now`]: its post of [`SmKind::Scatter`] (`input`, every rank's block back
-/// to back, at most [`DATA`] bytes, as the collective's builder chose it with
-/// [`SmKind::fits`]) opens and closes the collective at once when our buffer is free now,
-/// and our own block is copied into `out` after it (none in place: `out` empty). False,
-/// with nothing taken or written, otherwise (`out` neither empty nor one block long, or our
-/// buffer still read for an older collective): the caller starts it as [`SmKind::Scatter`].
-pub fn scatter_root_now(cc: &crate::CollComm, seg: &Seg, input: &[u8], out: &mut [u8]) -> bool {
-    let (me, p, n) = (seg.rank(), seg.size(), input.len());
-    let b = n / p.max(1);
-    if n > DATA || b * p != n || !(out.is_empty() || out.len() == b) {
-        return false;
-    }
-    // (No look-ahead hint, as `Seg::try_post` gives none.)
-    let posted = seg.post_closed_nb(0, |dst| {
-        // SAFETY: `dst` is our buffer's `CAP >= DATA >= n` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(input.as_ptr(), dst, n) }
-    });
-    if !posted {
-        return false;
-    }
-    crate::base::stats::count(cc.shadow, crate::base::stats::Alg::SmNonblocking);
-    if !out.is_empty() {
-        out.copy_from_slice(&input[me * b..(me + 1) * b]);
-    }
-    true
-}
-
 /// Largest block of an `MPI_Ialltoallv` of `p` ranks through the segment: small enough
 /// that a rank's table (a word per rank) and its blocks for every other rank fit its one
 /// buffer ([`CAP`] bytes) whatever its other counts are.
