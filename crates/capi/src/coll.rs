@@ -1143,21 +1143,21 @@ const INLINE_BLOCKS: usize = 16;
 
 /// One word per rank (byte counts or displacements of a v-collective's blocks): on the
 /// stack up to [`INLINE_BLOCKS`] ranks, so that a small collective allocates nothing.
-enum Words {
+pub(crate) enum Words {
     Stack([usize; INLINE_BLOCKS], usize),
     Heap(Vec<usize>),
 }
 
 impl Words {
     /// `n` zero words.
-    fn zeros(n: usize) -> Words {
+    pub(crate) fn zeros(n: usize) -> Words {
         if n <= INLINE_BLOCKS {
             Words::Stack([0; INLINE_BLOCKS], n)
         } else {
             Words::Heap(vec![0; n])
         }
     }
-    fn as_mut(&mut self) -> &mut [usize] {
+    pub(crate) fn as_mut(&mut self) -> &mut [usize] {
         match self {
             Words::Stack(a, n) => &mut a[..*n],
             Words::Heap(v) => v,
@@ -1179,7 +1179,7 @@ impl std::ops::Deref for Words {
 /// filled in place: no array is moved) of a predefined basic type of `size` bytes from C
 /// arrays; the bytes they span, `None` for a negative count or displacement (the general
 /// path reports it).
-fn byte_blocks<C: CountArg, D: DispArg>(
+pub(crate) fn byte_blocks<C: CountArg, D: DispArg>(
     (counts, displs): (*const C, *const D),
     size: usize,
     (bc, bd): (&mut [usize], &mut [usize]),

@@ -31,6 +31,7 @@
 //! and the neighbourhood forms are not defined on intercommunicators (`MPI_ERR_COMM`).
 pub(crate) mod sched;
 
+use crate::coll::Words;
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::Datatype;
@@ -688,6 +689,60 @@ mpi_fn_c! {
     }
 }
 
+/// An iscatterv root's whole part at its call, on the segment `seg` and the caller's
+/// memory ([`oxmpi_coll::sm::nb::scatterv_root_now`]): for predefined basic types whose
+/// other blocks all go through the root's buffer, when that buffer is free, the post comes
+/// before anything else (no datatype reference, no list of slots, no counts copied onto
+/// the heap up to 16 ranks, no request slot) and the request is a completed one. `None`:
+/// the general path, which also reports the errors (other types, NULL arrays or buffers,
+/// negative counts or displacements, a receive buffer shorter than our block, larger
+/// blocks, our buffer still in use).
+fn iscatterv_root_now<C: CountArg, D: DispArg>(
+    a: &oxmpi_coll::CollComm,
+    seg: &oxmpi_coll::sm::Seg,
+    (sendbuf, sendcounts, displs, sendtype): (*const c_void, *const C, *const D, c_int),
+    (recvbuf, recvcount, recvtype, in_place): (*mut c_void, i64, c_int, bool),
+    request: *mut c_int,
+) -> Option<MpiResult> {
+    let p = a.size as usize;
+    let size = crate::datatype::predefined_size(sendtype)?;
+    if request.is_null() || sendbuf.is_null() || sendcounts.is_null() || displs.is_null() {
+        return None;
+    }
+    let (mut counts, mut offs) = (Words::zeros(p), Words::zeros(p));
+    let end =
+        crate::coll::byte_blocks((sendcounts, displs), size, (counts.as_mut(), offs.as_mut()))?;
+    let own = counts[a.rank as usize];
+    let out: &mut [u8] = if in_place {
+        &mut []
+    } else {
+        let b = crate::coll::basic_bytes(recvcount, recvtype)?;
+        if b < own || (b > 0 && recvbuf.is_null()) {
+            return None;
+        }
+        if b == 0 {
+            &mut []
+        } else {
+            // SAFETY: MPI contract: recvbuf (not NULL) has room for `recvcount` items of a
+            // predefined basic type, contiguous from offset 0, apart from the send buffer.
+            unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), b) }
+        }
+    };
+    // SAFETY: MPI contract: sendbuf holds every block, `counts[i]` bytes at `offs[i]` (a
+    // predefined basic type is contiguous), so `end` bytes from it; read only.
+    let send = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), end) };
+    if !oxmpi_coll::sm::nb::scatterv_root_now(a, seg, send, (&counts, &offs), out) {
+        return None;
+    }
+    // Posting advances the other collectives (after our post here: it comes first).
+    sched::progress_pending();
+    Some(crate::ffi::out(
+        request,
+        crate::handles::SEND_DONE,
+        "request",
+    ))
+}
+
 mpi_fn_c! {
     /// `MPI_Iscatterv` (progresses in the background).
     fn PMPI_Iscatterv / "MPI_Iscatterv", PMPI_Iscatterv_c / "MPI_Iscatterv_c" (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
@@ -699,6 +754,10 @@ mpi_fn_c! {
         let mut unpack = Vec::new();
         // On the segment whatever the sizes, as MPI_Igatherv.
         if let Some(seg) = shared_seg(&a, 0) {
+            // A root of predefined types whose blocks go through its buffer: posted first.
+            if let Some(r) = me.then(|| iscatterv_root_now(&a, &seg, (sendbuf, sendcounts, displs, sendtype), (recvbuf, i64::from(recvcount), recvtype, in_place), request)).flatten() {
+                return r;
+            }
             let (input, counts, displs) = if me {
                 let sdt = dtype(sendtype, comm)?;
                 let slots = layout(sendcounts, displs, size as usize, comm)?;

@@ -493,6 +493,55 @@ pub fn scatterv_max(p: usize) -> usize {
     (CAP - 8 * p) / p.saturating_sub(1).max(1)
 }
 
+/// An `MPI_Iscatterv` root's whole part on `seg` at its call, without a request: when
+/// every other rank's block goes through our buffer (at most [`scatterv_max`] bytes) and
+/// that buffer is free now, our post of [`SmKind::Scatterv`] (its table and blocks, as
+/// [`SmNb::progress`] writes it) opens and closes the collective at once
+/// ([`Seg::post_closed_nb`]), and our own block (`counts[me]` bytes at `displs[me]` of
+/// `input`) is copied into `out` (none in place: `out` empty) after it, while the readers
+/// copy theirs. No collective to open, no counts copied, nothing allocated: the post comes
+/// first. False, with nothing taken or written, for any other case (a block larger, one
+/// outside `input`, `out` shorter than our block, our buffer still read for an older
+/// collective): the caller starts it as [`SmKind::Scatterv`], which also reports errors.
+pub fn scatterv_root_now(
+    cc: &crate::CollComm,
+    seg: &Seg,
+    input: &[u8],
+    (counts, displs): (&[usize], &[usize]),
+    out: &mut [u8],
+) -> bool {
+    let (me, p) = (seg.rank(), seg.size());
+    let max = scatterv_max(p);
+    if counts.len() != p || displs.len() != p {
+        return false;
+    }
+    let inside = |r: usize| {
+        displs[r]
+            .checked_add(counts[r])
+            .is_some_and(|e| e <= input.len())
+    };
+    let own = counts[me];
+    if !(0..p).all(|r| inside(r) && (r == me || counts[r] <= max))
+        || (!out.is_empty() && own > out.len())
+    {
+        return false;
+    }
+    let n: usize = (0..p).filter(|&r| r != me).map(|r| counts[r]).sum();
+    let posted = seg.post_closed_nb(n, |b| {
+        // SAFETY: `b` is our buffer's `CAP` bytes and `8 p + (p - 1) max <= CAP`
+        // (`scatterv_max`); no block is far (`far` 0).
+        unsafe { put_blocks(b, (me, p, max, 0), input, (counts, displs), &|_| (0, 0)) }
+    });
+    if !posted {
+        return false;
+    }
+    crate::base::stats::count(cc.shadow, crate::base::stats::Alg::SmNonblocking);
+    if !out.is_empty() {
+        out[..own].copy_from_slice(&input[displs[me]..displs[me] + own]);
+    }
+    true
+}
+
 /// Largest block of an `MPI_Ialltoallv` of `p` ranks through the segment: small enough
 /// that a rank's table (a word per rank) and its blocks for every other rank fit its one
 /// buffer ([`CAP`] bytes) whatever its other counts are.

@@ -616,6 +616,28 @@ impl Seg {
         self.publish(&g);
         k
     }
+    /// Open the next nonblocking collective, post it (`write` gets the start of our
+    /// buffer's [`CAP`] bytes; about `n` data bytes, [`Seg::posted_nb`]) and close it again,
+    /// all under one lock of the open list, when our buffer of it is free now: for a rank
+    /// whose part ends with its post (a small scatterv's root). False, with nothing taken
+    /// (no sequence number, nothing written), while some rank may still read that buffer
+    /// for an older collective: the caller then opens it as any other ([`Seg::open_nb`]).
+    pub(crate) fn post_closed_nb(&self, n: usize, write: impl FnOnce(*mut u8)) -> bool {
+        // Whether the buffer is free only grows until we post it: looked at before the
+        // number is taken.
+        if !self.nb_free(self.nb_seq.load(Ordering::Relaxed) + 1) {
+            return false;
+        }
+        let (k, mut g) = self.take_nb();
+        // Our own nonblocking buffer of `k`, free (checked above) and read by nobody until
+        // we stamp it.
+        write(self.nb_buf(self.rank, k).wrapping_add(8));
+        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
+        self.posted_nb(k, n);
+        g.last = g.last.max(k);
+        self.publish(&g);
+        true
+    }
     /// Stamp our buffer of nonblocking collective `k`, which we passed ([`Seg::pass_nb`]),
     /// with the first word `first`, for a rank of another path that waits for it (an
     /// erroneous call): false while the buffer may still be read for `k - NB_NBUF` (try
