@@ -96,9 +96,6 @@ pub(crate) struct State {
     pub(crate) rndv_sends_all: u32,
     /// Bytes per chunk of the cooperative copy.
     pub(crate) coop_chunk: usize,
-    /// A receive is being posted ([`State::start_recv_as`]): a rendezvous message it
-    /// matches had arrived before it.
-    pub(crate) posting: bool,
     /// Rendezvous messages matched by a receive as it was posted whose copy is chosen at
     /// the next progress pass instead ([`State::defers`]).
     pub(crate) deferred: Vec<(u64, Envelope, Msg)>,
@@ -182,7 +179,6 @@ impl State {
             coop_min: sm.coop_min,
             rndv_sends_all: 0,
             coop_chunk: sm.coop_chunk,
-            posting: false,
             deferred: Vec::new(),
             clock: std::time::Instant::now(),
             finalized: false,

@@ -201,9 +201,11 @@ impl State {
         };
         let settled = if let Some((env, msg)) = found {
             // Messages that arrived before a peer died are still delivered.
-            self.posting = true;
-            self.deliver(id, env, msg);
-            self.posting = false;
+            if self.defers(&msg, msg.len().min(len)) {
+                self.deferred.push((id, env, msg));
+            } else {
+                self.deliver(id, env, msg);
+            }
             true
         } else if peer.is_some_and(|p| self.peers[p as usize].dead) {
             self.matcher.cancel(ctx, src, &id);
@@ -468,7 +470,6 @@ impl State {
         }
     }
 
-    /// Hands a matched message to receive request `rid`.
     /// Whether a rendezvous message `msg` (`n` bytes to copy) that a receive matches as it
     /// is posted waits for the next progress pass before its copy is chosen
     /// ([`State::deliver_deferred`]): from 64 KiB, with the `auto` single copy, from a
@@ -499,6 +500,7 @@ impl State {
         }
     }
 
+    /// Hands a matched message to receive request `rid`.
     pub(crate) fn deliver(&mut self, rid: u64, env: Envelope, msg: Msg) {
         let Some(q) = self.reqs.get_mut(rid) else {
             return;
@@ -508,13 +510,6 @@ impl State {
         };
         let total = msg.len();
         let n = total.min(cap);
-        if self.posting && self.defers(&msg, n) {
-            self.deferred.push((rid, env, msg));
-            return;
-        }
-        let Some(q) = self.reqs.get_mut(rid) else {
-            return;
-        };
         q.status = Status {
             source: env.src,
             tag: env.tag,
