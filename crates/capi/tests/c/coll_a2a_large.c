@@ -2,7 +2,8 @@
  * shared-memory segment's buffer (4 KiB per rank), of 64 KiB per rank (the 2-rank
  * out-of-place cross-memory limit before) and of the in-place trade's 64 KiB bounce buffer: uneven and
  * zero counts, gaps between blocks that must stay untouched, alltoallw with a strided
- * derived type on either side and with predefined types of different sizes per peer.
+ * derived type on either side, with predefined types of different sizes per peer and with
+ * MPI_INT for every peer.
  * Every result is checked against values each rank can regenerate. Prints
  * "coll_a2a_large: all checks passed" on rank 0. */
 #include "check.h"
@@ -13,6 +14,9 @@
 static char val(int from, int to, int k, int what) {
     return (char)((from * 131 + to * 31 + k * 7 + what * 17) % 251);
 }
+
+/* Int item k of the block rank `from` sends to rank `to`. */
+static int ival(int from, int to, int k) { return from * 1000003 + to * 1009 + k; }
 
 /* Bytes rank i sends to rank j in place: symmetric, some zero. */
 static int sym(int i, int j, int base) { return base / 4 * ((i + j) % 3) + (i + j) % 5; }
@@ -113,6 +117,33 @@ int main(int argc, char **argv) {
             int n = (tr[j] == MPI_SHORT) ? rcn[j] * 2 : rcn[j];
             for (int k = 0; k < n; k++) CHECK(r[rd[j] + k] == val(j, rank, k, 4));
             CHECK(r[rd[j] + n] == GAP);
+        }
+        /* Alltoallw out of place with one type, MPI_INT, for every block (made in one
+         * loop, not per block): byte displacements, a one-int gap after each block, uneven
+         * and zero counts. */
+        {
+            int *ic = malloc(size * sizeof(int)), *id = malloc(size * sizeof(int));
+            int *jc = malloc(size * sizeof(int)), *jd = malloc(size * sizeof(int));
+            int io = 0, jo = 0;
+            for (int j = 0; j < size; j++) {
+                ic[j] = asym(rank, j, base) / 4;
+                id[j] = io * (int)sizeof(int);
+                io += ic[j] + 1;
+                jc[j] = asym(j, rank, base) / 4;
+                jd[j] = jo * (int)sizeof(int);
+                jo += jc[j] + 1;
+                ts[j] = tr[j] = MPI_INT;
+            }
+            int *si = malloc((io + 1) * sizeof(int)), *ri = malloc((jo + 1) * sizeof(int));
+            for (int j = 0; j < size; j++)
+                for (int k = 0; k < ic[j]; k++) si[id[j] / 4 + k] = ival(rank, j, k);
+            for (int k = 0; k <= jo; k++) ri[k] = -1;
+            CHECK_RC(MPI_Alltoallw(si, ic, id, ts, ri, jc, jd, tr, MPI_COMM_WORLD));
+            for (int j = 0; j < size; j++) {
+                for (int k = 0; k < jc[j]; k++) CHECK(ri[jd[j] / 4 + k] == ival(j, rank, k));
+                CHECK(ri[jd[j] / 4 + jc[j]] == -1);
+            }
+            free(si); free(ri); free(ic); free(id); free(jc); free(jd);
         }
         /* Strided send: item k of block j is byte 2k of a block laid out at d2[j]. */
         int *d2 = malloc(size * sizeof(int));
