@@ -440,6 +440,11 @@ fn nonblocking_progress_np3() {
     run(3, "nbc", &[]);
 }
 
+#[test]
+fn progress_thread_after_driven_waits_np2() {
+    run(2, "nbc-driven", &[]);
+}
+
 /// The nonblocking reductions' schedules reading the input where it is (out of place, in
 /// place, and in place through the same memory given twice), every root, a commutative and
 /// a non-commutative operation: power-of-two, folded and tree-interior ranks.
@@ -833,6 +838,10 @@ fn rank_entry() {
         "nbc" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             nbc_suite(&w);
+        }
+        "nbc-driven" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            nbc_after_driven(&w);
         }
         "persistent" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2639,6 +2648,64 @@ fn nbc_suite(c: &CollComm) {
         assert_eq!(got["bcast"], data, "ibcast it {it}");
         assert_eq!(got["allreduce"], fold(&sum_u32, &xs), "iallreduce it {it}");
     }
+    assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
+}
+
+/// The progress thread backs off while waiting threads drive the schedules themselves
+/// (`progress_pending` calls between its looks): rank 1 starts an ibcast from rank 0 and
+/// drives it for 1.2 s while rank 0 has not started it (no MPI call), then stops calling
+/// into the library as rank 0 starts it. The progress thread of rank 1 (and of rank 0, which
+/// never drives) must complete it soon: within 1 s of the end of the driven phase, against
+/// about 32 ms for the thread's longest sleep while driven twice; a backoff without a bound
+/// would be asleep for seconds by then. Several rounds, so that a rank's stopping falls at
+/// various points of the thread's sleeps.
+fn nbc_after_driven(c: &CollComm) {
+    use oxmpi_coll::nbc::progress;
+    use oxmpi_coll::sched::Region;
+    use std::sync::mpsc;
+    progress::ranks_yield(true);
+    let r = c.rank as usize;
+    for round in 0..3u64 {
+        c.barrier().unwrap();
+        let began = Instant::now();
+        let driven = Duration::from_millis(1200);
+        let data = contrib(4, round, 0, 1);
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let start = |buf: Vec<u8>| {
+            let s = c.ibcast(Region::Owned(buf), 0).unwrap();
+            let tx = tx.clone();
+            progress::start(
+                s,
+                Box::new(move |s, res| {
+                    res.unwrap();
+                    tx.send(s.owned_bytes(0).unwrap().to_vec()).unwrap();
+                }),
+            );
+        };
+        if r == 0 {
+            // No MPI call while rank 1 drives its side.
+            std::thread::sleep(driven);
+            start(data.clone());
+        } else {
+            start(vec![0u8; 4]);
+            while began.elapsed() < driven {
+                progress::progress_pending();
+                std::thread::yield_now();
+            }
+        }
+        let stopped = Instant::now();
+        let got = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("round {round}: the ibcast did not end within 20 s: {e}"));
+        let after = stopped.elapsed();
+        assert_eq!(got, data, "round {round}: ibcast data");
+        assert!(
+            after < Duration::from_secs(1),
+            "round {round}: rank {r}: the progress thread completed the ibcast {after:?} after \
+             the waits stopped driving it (1 s at most)"
+        );
+    }
+    c.barrier().unwrap();
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
 }
 
