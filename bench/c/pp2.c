@@ -1,6 +1,9 @@
 /* Ping-pong of MPI_Send/MPI_Recv with separate send and receive buffers (as mpi4py.bench's
  * pingpong), or one buffer for both (env SAME=1, as oxbench's lat): per size (8-64 KiB),
  * the median and minimum of 7 samples of 2000 round trips' mean one-way time, in us.
+ * Sizes from the command line replace the default list (`pp2 16384`); env ALIGN=1 takes
+ * the buffers from posix_memalign(4096) instead of malloc (a CMA read pins every page the
+ * send buffer touches: session 47, s47-pp16k).
  * Build with any mpicc (mpicc.mpich's binary runs on oxmpi's libmpi.so.12 too); run at
  * np=2 bound to cores. Session 46 (spot-checks-wave2.md, s46-pp16k). */
 #include <mpi.h>
@@ -11,9 +14,14 @@ static int cmp(const void*a,const void*b){double x=*(double*)a,y=*(double*)b;ret
 int main(int argc,char**argv){
   MPI_Init(&argc,&argv); int r; MPI_Comm_rank(MPI_COMM_WORLD,&r);
   int same=getenv("SAME")&&atoi(getenv("SAME"));
-  int sizes[]={8192,16384,32768,65536};
-  for(int k=0;k<4;k++){ int n=sizes[k];
-    char*s=malloc(n),*b=same?s:malloc(n); memset(s,1,n); memset(b,2,n);
+  int align=getenv("ALIGN")&&atoi(getenv("ALIGN"));
+  int sizes[64]={8192,16384,32768,65536}, ns=4;
+  if(argc>1){ ns=0; for(int i=1;i<argc&&ns<64;i++) sizes[ns++]=atoi(argv[i]); }
+  for(int k=0;k<ns;k++){ int n=sizes[k];
+    char*s,*b;
+    if(align){ void*p=NULL,*q=NULL; if(posix_memalign(&p,4096,n)||posix_memalign(&q,4096,n)) MPI_Abort(MPI_COMM_WORLD,1); s=p; b=same?s:q; if(same) free(q); }
+    else { s=malloc(n); b=same?s:malloc(n); }
+    memset(s,1,n); memset(b,2,n);
     int it=2000; double v[7];
     for(int smp=-1;smp<7;smp++){
       MPI_Barrier(MPI_COMM_WORLD); double t0=MPI_Wtime();
