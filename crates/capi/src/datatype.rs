@@ -1758,6 +1758,58 @@ mod tests {
         }
     }
 
+    /// The constructors of one old type keep its object (the one its handle names, found
+    /// once: `State::old_type`) when it is derived, and none when it is predefined; the
+    /// struct constructor keeps all of them when any is derived (`State::old_types`),
+    /// and each new entry holds the derived handle.
+    #[test]
+    fn constructors_keep_the_object_of_a_derived_old_type() {
+        // SAFETY: valid output handles.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
+        let made: Vec<c_int> = vec![
+            // SAFETY: as above.
+            handle_of(|h| unsafe { PMPI_Type_dup(v, h) }),
+            // SAFETY: as above.
+            handle_of(|h| unsafe { PMPI_Type_create_resized(v, -4, 40, h) }),
+            // SAFETY: as above.
+            handle_of(|h| unsafe { PMPI_Type_contiguous(3, v, h) }),
+            // SAFETY: as above.
+            handle_of(|h| unsafe { PMPI_Type_create_hvector(2, 1, 64, v, h) }),
+        ];
+        // SAFETY: as above.
+        let p = handle_of(|h| unsafe { PMPI_Type_create_resized(MPI_INT, 0, 8, h) });
+        let (bl, disp, ty) = ([1 as c_int, 1], [0isize, 64], [MPI_INT, v]);
+        // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+        let s = handle_of(|h| unsafe {
+            PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+        });
+        {
+            let st = lock();
+            let vo = st.dtype_ref(v).unwrap();
+            for &m in &made {
+                let t = st.dtype_ref(m).unwrap();
+                assert_eq!(t.types, [v]);
+                assert_eq!(t.type_objs.len(), 1, "combiner {}", t.combiner);
+                assert!(Arc::ptr_eq(&t.type_objs[0], vo), "combiner {}", t.combiner);
+            }
+            let r = st.dtype_ref(made[1]).unwrap();
+            assert_eq!((r.lb, r.ub, r.size), (-4, 36, 8));
+            assert_eq!(r.aints, [-4, 40]);
+            let pt = st.dtype_ref(p).unwrap();
+            assert!(pt.type_objs.is_empty() && pt.types == [MPI_INT]);
+            let stt = st.dtype_ref(s).unwrap();
+            assert_eq!(stt.type_objs.len(), 2);
+            assert!(Arc::ptr_eq(&stt.type_objs[0], &b(MPI_INT)));
+            assert!(Arc::ptr_eq(&stt.type_objs[1], vo));
+            assert_eq!(st.types.held(v), 5);
+        }
+        for h in made.into_iter().chain([s, p]) {
+            free(h);
+        }
+        assert_eq!(lock().types.held(v), 0);
+        free(v);
+    }
+
     #[test]
     fn vector_layout_pack_and_unpack() {
         let int = b(MPI_INT);
@@ -2178,6 +2230,70 @@ mod tests {
     /// committed since (a copy of the object) comes back as a new handle, uncommitted.
     #[test]
     fn get_contents_returns_live_constituents_with_a_reference() {
+        live_constituents_with_a_reference();
+    }
+
+    /// The same below `MPI_THREAD_MULTIPLE`, where the counts are loads and stores
+    /// (`type_table::update`): the same references and holds at every step.
+    #[test]
+    fn serial_mode_returns_live_constituents_with_a_reference() {
+        crate::type_table::with_serial(true, live_constituents_with_a_reference);
+    }
+
+    /// mpi4py's `dtlib` pattern below `MPI_THREAD_MULTIPLE` (the counts loads and stores):
+    /// a struct of two freed duplicates of derived types decoded and its constituents
+    /// freed over and over (each free the last reference while the struct's hold
+    /// remains: without the lock), dups and resized types of them made and freed (holds
+    /// taken and dropped), then the struct's free removes the kept duplicates.
+    #[test]
+    fn serial_mode_decodes_kept_handles_and_removes_them_once() {
+        crate::type_table::with_serial(true, || {
+            let (v, r, s0) = vector_resized_struct();
+            // SAFETY: valid output handles.
+            let (dv, dr) = (
+                handle_of(|h| unsafe { PMPI_Type_dup(v, h) }),
+                handle_of(|h| unsafe { PMPI_Type_dup(r, h) }),
+            );
+            let (bl, disp, ty) = ([1 as c_int, 2], [0isize, 64], [dv, dr]);
+            // SAFETY: the three arrays hold 2 entries each; a valid output handle.
+            let s = handle_of(|h| unsafe {
+                PMPI_Type_create_struct(2, bl.as_ptr(), disp.as_ptr(), ty.as_ptr(), h)
+            });
+            let objs = [dv, dr].map(|h| Arc::clone(lock().dtype_ref(h).unwrap()));
+            free(dv);
+            free(dr);
+            let (refs, held) = (|h| lock().types.refs(h), |h| lock().types.held(h));
+            assert_eq!((refs(dv), held(dv), refs(dr), held(dr)), (0, 1, 0, 1));
+            for i in 0..1000 {
+                let got = contents2(s, 3, 2);
+                assert_eq!(got, [dv, dr]);
+                assert_eq!((refs(dv), held(dv), refs(dr), held(dr)), (1, 1, 1, 1));
+                if i % 3 == 0 {
+                    // SAFETY: valid output handles.
+                    let d = handle_of(|h| unsafe { PMPI_Type_dup(got[0], h) });
+                    // SAFETY: as above.
+                    let z = handle_of(|h| unsafe { PMPI_Type_create_resized(got[1], 0, 96, h) });
+                    assert_eq!((held(dv), held(dr)), (2, 2));
+                    free(d);
+                    free(z);
+                    assert_eq!((held(dv), held(dr)), (1, 1));
+                }
+                free(got[0]);
+                free(got[1]);
+                assert_eq!((refs(dv), held(dv), refs(dr), held(dr)), (0, 1, 0, 1));
+            }
+            free(s);
+            // Removed with the struct, once: their objects are ours alone.
+            assert_eq!(objs.map(|o| Arc::strong_count(&o)), [1, 1]);
+            for h in [s0, r, v] {
+                free(h);
+            }
+        });
+    }
+
+    /// The body of `get_contents_returns_live_constituents_with_a_reference` (run in both
+    /// modes of the reference counts).
+    fn live_constituents_with_a_reference() {
         // SAFETY: valid output handles.
         let v = handle_of(|h| unsafe { PMPI_Type_vector(3, 1, 2, MPI_INT, h) });
         // SAFETY: as above.
@@ -2352,6 +2468,51 @@ mod tests {
         assert_eq!(Arc::strong_count(&ro), 1);
         drop(ro);
         assert_eq!(Arc::strong_count(&vo), 1);
+    }
+
+    /// The lock-free frees of one handle's shared references (two threads, no lock) race
+    /// with each other and with references added under the lock (a third thread, as
+    /// `get_contents` adds them): at `MPI_THREAD_MULTIPLE` (atomic updates) no update is
+    /// lost, so the count ends at the one reference plus those added. Loads and stores
+    /// (the serial mode's) lose some whenever two of the threads run at once.
+    #[test]
+    fn lock_free_frees_and_locked_adds_lose_no_update() {
+        use crate::type_table::release_shared;
+        // SAFETY: a valid output handle.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 3, MPI_INT, h) });
+        let obj = Arc::clone(lock().dtype_ref(v).unwrap());
+        const FREES: u32 = 10_000_000;
+        const ADDS: u32 = 2_000_000;
+        {
+            let st = lock();
+            for _ in 0..2 * FREES {
+                assert!(st.types.add_ref_to(v, &obj));
+            }
+        }
+        let start = std::sync::Barrier::new(3);
+        std::thread::scope(|sc| {
+            for _ in 0..2 {
+                let start = &start;
+                sc.spawn(move || {
+                    start.wait();
+                    for _ in 0..FREES {
+                        assert!(release_shared(v), "a shared reference was not there");
+                    }
+                });
+            }
+            let (start, obj) = (&start, &obj);
+            sc.spawn(move || {
+                start.wait();
+                for _ in 0..ADDS {
+                    assert!(lock().types.add_ref_to(v, obj));
+                }
+            });
+        });
+        assert_eq!(lock().types.refs(v), 1 + ADDS, "updates lost");
+        for _ in 0..ADDS + 1 {
+            free(v);
+        }
+        assert_eq!(Arc::strong_count(&obj), 1);
     }
 
     /// The race of a kept handle's last reference and its last hold: one thread decodes a
