@@ -884,7 +884,10 @@ impl Envelope {
         self
     }
     /// Insert the new type `t` with this envelope and its constituent types (handles
-    /// `types`, objects kept `objs`; see [`register`]).
+    /// `types`, objects kept `objs`; see [`register`]). Inlined, as it was before it took
+    /// the objects (out of line, create_struct_c(3) + free ran 3285 instructions, not 3197,
+    /// and ~8 ns slower).
+    #[inline(always)]
     fn register(
         self,
         st: &mut State,
