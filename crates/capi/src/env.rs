@@ -108,6 +108,8 @@ pub(crate) fn start(st: &mut crate::state::State, required: c_int) -> MpiResult<
     });
     let provided = backend::thread_level_code(eng.thread_level());
     st.thread_level = provided;
+    // Below MPI_THREAD_MULTIPLE the datatype reference counts need no atomic updates.
+    crate::type_table::set_serial(provided != crate::consts::MPI_THREAD_MULTIPLE);
     st.initialized = true;
     crate::tools::profile::start(provided == crate::consts::MPI_THREAD_MULTIPLE);
     Ok(provided)

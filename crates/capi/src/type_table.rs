@@ -30,12 +30,20 @@
 //! ([`release_shared`]: one compare-and-swap on the slot's word, which then never reaches
 //! "no reference and no hold"). The object itself lives on (an `Arc`) while another type
 //! or an operation holds it.
+//!
+//! Below `MPI_THREAD_MULTIPLE` (the level `MPI_Init_thread` or the first session provided:
+//! [`set_serial`]) one application thread at a time is in the library, and only
+//! application threads change these words (the library's own threads never make, free or
+//! decode a type): every update of a word is then a plain load and store
+//! ([`update`]), as MPICH counts at `MPI_THREAD_SINGLE`, instead of an atomic
+//! read-modify-write. A decode and two frees (mpi4py's `dtlib`) keep the library lock's
+//! two atomic operations of the six.
 
 use crate::consts::{MPI_COMBINER_F90_COMPLEX, MPI_COMBINER_F90_INTEGER, MPI_COMBINER_F90_REAL};
 use crate::handles::{direct_base, kind, Table, DATATYPE_FIRST};
 use crate::objects::Datatype;
 use std::ffi::c_int;
-use std::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What the read-only queries of a derived datatype return.
@@ -73,6 +81,65 @@ impl Summary {
     pub fn extent(&self) -> i64 {
         self.ub - self.lb
     }
+}
+
+/// Whether at most one application thread at a time is in the library (provided level
+/// below `MPI_THREAD_MULTIPLE`): [`update`] then loads and stores. Off until the library
+/// is initialised (as if `MPI_THREAD_MULTIPLE`).
+static SERIAL: AtomicBool = AtomicBool::new(false);
+
+/// Set from the thread level the library provides, once at initialisation (by its one
+/// application thread: the user's threads start, or are synchronised with it, later).
+pub(crate) fn set_serial(serial: bool) {
+    SERIAL.store(serial, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The unit tests' serial mode, per test thread: a test of the serial mode does not
+    /// change the mode of the thread tests running next to it.
+    static TEST_SERIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with the serial mode of [`update`] set to `on` on this thread (tests only).
+#[cfg(test)]
+pub(crate) fn with_serial<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    let was = TEST_SERIAL.with(|c| c.replace(on));
+    let r = f();
+    TEST_SERIAL.with(|c| c.set(was));
+    r
+}
+
+/// Whether [`update`] may load and store (see [`SERIAL`]).
+#[inline(always)]
+fn serial() -> bool {
+    #[cfg(not(test))]
+    {
+        SERIAL.load(Ordering::Relaxed)
+    }
+    #[cfg(test)]
+    {
+        TEST_SERIAL.with(|c| c.get())
+    }
+}
+
+/// Replace the word `a` by `f` of it, if `f` gives a value: `Ok` with the old word, or
+/// `Err` with the word `f` refused. Below `MPI_THREAD_MULTIPLE` ([`serial`]) a plain load
+/// and store: no other thread changes the word meanwhile (the user orders their calls);
+/// otherwise a compare-and-swap loop (the lock-free frees of other threads).
+#[inline(always)]
+fn update(a: &AtomicU64, mut f: impl FnMut(u64) -> Option<u64>) -> Result<u64, u64> {
+    if serial() {
+        let w = a.load(Ordering::Relaxed);
+        return match f(w) {
+            Some(n) => {
+                a.store(n, Ordering::Relaxed);
+                Ok(w)
+            }
+            None => Err(w),
+        };
+    }
+    a.fetch_update(Ordering::AcqRel, Ordering::Relaxed, f)
 }
 
 /// Slots per chunk.
@@ -196,20 +263,12 @@ pub(crate) fn release_shared(h: c_int) -> bool {
     let Some(s) = index_of(h).and_then(slot) else {
         return false;
     };
-    let mut w = s.refs.load(Ordering::Relaxed);
-    loop {
+    update(&s.refs, |w| {
         let n = w & COUNT;
-        if w & LOCKED_FREE != 0 || n == 0 || (n == 1 && (w < HELD_ONE || w & ATTRS != 0)) {
-            return false;
-        }
-        match s
-            .refs
-            .compare_exchange_weak(w, w - 1, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => return true,
-            Err(now) => w = now,
-        }
-    }
+        let keep = w & LOCKED_FREE != 0 || n == 0 || (n == 1 && (w < HELD_ONE || w & ATTRS != 0));
+        (!keep).then(|| w - 1)
+    })
+    .is_ok()
 }
 
 /// The summary of the live derived type of handle `h`, read without the library lock;
@@ -320,11 +379,9 @@ impl TypeTable {
         };
         // Under the lock; the lock-free frees change the count at the same time (hence
         // the atomic update of the whole word).
-        let _ = s
-            .refs
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |w| {
-                (w >> HELD_SHIFT < HELD_MAX).then_some(w + HELD_ONE)
-            });
+        let _ = update(&s.refs, |w| {
+            (w >> HELD_SHIFT < HELD_MAX).then_some(w + HELD_ONE)
+        });
         true
     }
     /// The type of handle `h`, if it is live (has references).
@@ -388,27 +445,16 @@ impl TypeTable {
             let Some(s) = index_of(c).and_then(slot) else {
                 continue;
             };
-            let mut w = s.refs.load(Ordering::Relaxed);
-            loop {
+            // Never taken (cannot happen) or saturated: nothing to drop.
+            if let Ok(w) = update(&s.refs, |w| {
                 let held = w >> HELD_SHIFT;
-                if held == 0 || held == HELD_MAX {
-                    // Never taken (cannot happen) or saturated: nothing to drop.
-                    break;
-                }
+                (held != 0 && held != HELD_MAX).then(|| w - HELD_ONE)
+            }) {
                 let nw = w - HELD_ONE;
-                match s
-                    .refs
-                    .compare_exchange_weak(w, nw, Ordering::AcqRel, Ordering::Relaxed)
-                {
-                    Ok(_) => {
-                        // No reference and no hold left: no lock-free free can change the
-                        // word any more (they need one of them), so it is ours to remove.
-                        if nw & COUNT == 0 && nw < HELD_ONE {
-                            gone.push(c);
-                        }
-                        break;
-                    }
-                    Err(now) => w = now,
+                // No reference and no hold left: no lock-free free can change the word
+                // any more (they need one of them), so it is ours to remove.
+                if nw & COUNT == 0 && nw < HELD_ONE {
+                    gone.push(c);
                 }
             }
         }
@@ -427,10 +473,16 @@ impl TypeTable {
         // Under the lock: the others only drop references above the last one or while a
         // hold remains (`release_shared`), so the add cannot overflow into the flags
         // after this check.
-        if s.refs.load(Ordering::Relaxed) & COUNT >= COUNT - 1 {
+        let w = s.refs.load(Ordering::Relaxed);
+        if w & COUNT >= COUNT - 1 {
             return false;
         }
-        s.refs.fetch_add(1, Ordering::Relaxed);
+        if serial() {
+            // No lock-free free meanwhile (one application thread at a time).
+            s.refs.store(w + 1, Ordering::Relaxed);
+        } else {
+            s.refs.fetch_add(1, Ordering::Relaxed);
+        }
         true
     }
     /// Note that handle `h` has attributes: the free of its last reference takes the
@@ -438,7 +490,7 @@ impl TypeTable {
     pub fn note_attrs(&self, h: c_int) {
         if self.0.get(h).is_some() {
             if let Some(s) = index_of(h).and_then(slot) {
-                s.refs.fetch_or(ATTRS, Ordering::AcqRel);
+                let _ = update(&s.refs, |w| Some(w | ATTRS));
             }
         }
     }
@@ -471,25 +523,17 @@ impl TypeTable {
         let Some(s) = index_of(h).and_then(slot) else {
             return Some(self.remove(h));
         };
-        let mut w = s.refs.load(Ordering::Relaxed);
-        loop {
-            if w & COUNT == 0 {
-                // Kept for `get_contents` only: not the user's any more.
-                return None;
-            }
-            let nw = w - 1;
-            if nw & COUNT == 0 && nw < HELD_ONE {
-                // The last reference and no hold: `release_shared` does not take it, and
-                // the others that change the word hold the lock as we do.
-                return Some(self.remove(h));
-            }
-            match s
-                .refs
-                .compare_exchange_weak(w, nw, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => return Some(None),
-                Err(now) => w = now,
-            }
+        // Neither the last reference with no hold nor no reference: dropped here.
+        match update(&s.refs, |w| {
+            let nw = w.wrapping_sub(1);
+            (w & COUNT != 0 && (nw & COUNT != 0 || nw >= HELD_ONE)).then_some(nw)
+        }) {
+            Ok(_) => Some(None),
+            // Kept for `get_contents` only: not the user's any more.
+            Err(w) if w & COUNT == 0 => None,
+            // The last reference and no hold: `release_shared` does not take it, and the
+            // others that change the word hold the lock as we do.
+            Err(_) => Some(self.remove(h)),
         }
     }
 }

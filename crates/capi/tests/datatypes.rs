@@ -37,3 +37,30 @@ fn external32_struct_padding_and_darray() {
     let theirs = run(&build(Path::new("mpicc.mpich"), &dir.0, "mpich"));
     assert_eq!(theirs, ours);
 }
+
+/// `tests/c/dt_threads.c`: datatype handles decoded and freed by 4 threads at once at
+/// `MPI_THREAD_MULTIPLE` (where the library must count references atomically) and by one
+/// thread at `MPI_THREAD_SINGLE` (where it counts with loads and stores): no free fails,
+/// every decode returns the same handles, and the counts end where they began.
+#[test]
+fn datatype_handles_shared_by_threads_at_the_provided_level() {
+    let dir = Scratch::new("dt_threads");
+    let exe = dir.0.join("dt_threads");
+    compile(&prefix().join("bin/mpicc"), &c_source("dt_threads.c"), &exe);
+    for level in ["multiple", "single"] {
+        let out = mpirun(
+            &[
+                OsStr::new("-n"),
+                OsStr::new("1"),
+                exe.as_os_str(),
+                OsStr::new(level),
+            ],
+            &[],
+        );
+        let text = success(&out, &exe.display().to_string());
+        assert!(
+            text.lines().any(|l| l == format!("dt_threads: {level} ok")),
+            "{text}"
+        );
+    }
+}
