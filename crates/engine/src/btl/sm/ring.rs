@@ -157,40 +157,6 @@ pub const DEMOTE_MIN: usize = 1024;
 #[inline(always)]
 pub fn demote_lines(p: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
-    if cldemote() {
-        demote_each_line(p, n);
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = (p, n);
-}
-
-/// Whether the CPU has `cldemote` (CPUID leaf 7, ECX bit 25), asked once per process. On
-/// one without it (AMD's, for one) the instruction is a NOP, and the loop over a record's
-/// lines that issues it cost a 1 KiB ping-pong turn about 70 instructions for nothing
-/// (`bench/c/p2pinstr.c pingpong`).
-#[cfg(all(target_arch = "x86_64", not(loom)))]
-#[inline(always)]
-fn cldemote() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
-    // 0: not asked yet, 1: no, 2: yes.
-    static HAS: AtomicU8 = AtomicU8::new(0);
-    #[cold]
-    #[inline(never)]
-    fn ask() -> bool {
-        let has = std::arch::x86_64::__cpuid_count(7, 0).ecx & (1 << 25) != 0;
-        HAS.store(if has { 2 } else { 1 }, Relaxed);
-        has
-    }
-    match HAS.load(Relaxed) {
-        0 => ask(),
-        v => v == 2,
-    }
-}
-
-/// [`demote_lines`]'s loop, on a CPU with `cldemote`.
-#[cfg(all(target_arch = "x86_64", not(loom)))]
-#[inline(always)]
-fn demote_each_line(p: *const u8, n: usize) {
     each_line(p, n, |a| {
         // SAFETY: `cldemote` is a hint: it does not fault on any address, writes no
         // memory and leaves flags and stack alone (a NOP on CPUs without it).
@@ -202,6 +168,8 @@ fn demote_each_line(p: *const u8, n: usize) {
             )
         };
     });
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = (p, n);
 }
 
 /// The byte range `[from, end)` of the data area whose lines the producer asks for after
@@ -214,23 +182,6 @@ fn ahead_range(pos: usize, total: usize, free: usize, cap: usize) -> Option<(usi
     let from = (pos & !(LINE - 1)) + LINE;
     let end = (pos + total.min(free)).min(cap);
     (end > from).then_some((from, end))
-}
-
-/// The part of a record's bytes `[at, end)` whose lines the producer asks for before
-/// filling it, given `primed`, the range [`ahead_range`] gave after the previous record
-/// (whose lines it asked for then; `(0, 0)`: none): only the record's first line when
-/// `primed` begins right after it and reaches the record's end, as in a ping-pong, where
-/// asking for the record's lines again cost a 1 KiB record about 65 instructions; otherwise
-/// all of it. Records pushed since then (below [`PREFETCH_MIN`]) all lie in that first
-/// line, since `at` is still in it, so the consumer has not written the primed lines since.
-#[inline(always)]
-fn fill_range(at: usize, end: usize, primed: (usize, usize)) -> (usize, usize) {
-    let next = (at | (LINE - 1)) + 1;
-    if primed.0 == next && primed.1 >= end {
-        (at, next.min(end))
-    } else {
-        (at, end)
-    }
 }
 
 /// The control block of a ring: the consumer's index on its own cache line.
@@ -425,9 +376,6 @@ pub struct Producer {
     answer: bool,
     /// Whether the next record is a ping-pong's turn (demoted once published).
     turn: bool,
-    /// The data range whose lines were asked for after the last record of at least
-    /// [`PREFETCH_MIN`] bytes ([`ahead_range`], [`fill_range`]).
-    primed: (usize, usize),
 }
 
 impl Producer {
@@ -449,7 +397,6 @@ impl Producer {
             inbound: 0,
             answer: false,
             turn: false,
-            primed: (0, 0),
         };
         if cached_tail != 0 {
             p.mark(0, p.mem.cap, true);
@@ -578,11 +525,9 @@ impl Producer {
         self.mem.track_write(at, FRAME + len);
         if !large && total as usize >= PREFETCH_MIN {
             // The consumer cleared the slot words of these lines (they sit modified in its
-            // cache): ask for all of them at once rather than one store miss after another,
-            // but for those asked for after the previous record.
-            let (from, to) = fill_range(at, at + total as usize, self.primed);
-            // SAFETY: `[from, to)` lies inside the record, inside the data area.
-            prefetch_lines(unsafe { self.mem.data.add(from) }, to - from);
+            // cache): ask for all of them at once rather than one store miss after another.
+            // SAFETY: `[at, at + total)` lies inside the data area.
+            prefetch_lines(unsafe { self.mem.data.add(at) }, total as usize);
         }
         // SAFETY: `[at + FRAME, at + FRAME + len)` lies inside the data area and is free.
         fill(unsafe { self.mem.data.add(at + FRAME) });
@@ -620,7 +565,6 @@ impl Producer {
             if let Some((from, end)) = ahead_range(self.pos, total as usize, free, self.mem.cap) {
                 // SAFETY: `[from, end)` lies inside the data area (`ahead_range`).
                 prefetch_lines(unsafe { self.mem.data.add(from) }, end - from);
-                self.primed = (from, end);
             }
         }
         true
@@ -1148,68 +1092,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Before filling a record the producer asks for only its first line when the lines
-    /// asked for after the previous record ([`ahead_range`]) cover the rest, as in a
-    /// ping-pong (the next record the size of the last), and never leaves out a line of the
-    /// record otherwise.
-    #[test]
-    fn fill_prefetch_leaves_out_only_primed_lines() {
-        let cap = 4096;
-        let lines = |from: usize, to: usize| -> std::collections::BTreeSet<usize> {
-            (from / LINE..to.div_ceil(LINE)).collect()
-        };
-        // A ping-pong's records: the same size, one after the other.
-        for total in [256, 288, 1024, 1056, 1600] {
-            for pos in (0..=cap - 2 * total).step_by(SLOT) {
-                let next = pos + total;
-                let primed = ahead_range(next, total, cap, cap).unwrap();
-                let (f, t) = fill_range(next, next + total, primed);
-                assert_eq!(lines(f, t), lines(next, next + 1), "{total} at {next}");
-            }
-        }
-        // Any record and any primed range (or none): the record's lines that are not
-        // asked for are primed ones, and only if the primed range starts at its second line.
-        for at in (0..cap / 2).step_by(SLOT) {
-            let second = at / LINE * LINE + LINE;
-            for total in [256, 512, 1024, 2048] {
-                let end = at + total;
-                for primed in [
-                    (0, 0),
-                    (64, 512),
-                    (at, at + 300),
-                    (second, end),
-                    (second, end - 32),
-                    (second, end + 500),
-                    (second + LINE, end),
-                    (at + 200, at + 400),
-                    (at / 2, at / 2 + total),
-                ] {
-                    let (f, t) = fill_range(at, end, primed);
-                    assert!(at == f && f < t && t <= end, "({f}, {t})");
-                    let missing: Vec<usize> =
-                        lines(at, end).difference(&lines(f, t)).copied().collect();
-                    if !missing.is_empty() {
-                        assert_eq!(primed.0, second, "{at} {total} {primed:?}");
-                        assert!(lines(primed.0, primed.1)
-                            .is_superset(&missing.iter().copied().collect()));
-                    }
-                }
-            }
-        }
-    }
-
-    /// The `cldemote` probe agrees with the kernel's view of the CPU (its `cpuinfo` flags),
-    /// asked once and again (the cached answer).
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[test]
-    fn cldemote_probe_matches_cpuinfo() {
-        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap();
-        let flags = info.lines().find(|l| l.starts_with("flags")).unwrap();
-        let has = flags.split_whitespace().any(|f| f == "cldemote");
-        assert_eq!(cldemote(), has);
-        assert_eq!(cldemote(), has);
     }
 
     #[test]
