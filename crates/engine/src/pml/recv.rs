@@ -551,6 +551,10 @@ impl State {
                     return;
                 }
                 let mut since = 0;
+                // The clock read where `auto` chose a cooperative copy: its measurement
+                // starts there, as the single copy's and the pipeline's do (one clock read
+                // fewer a receive).
+                let mut chose_at = None;
                 let p = peer as usize;
                 let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
                 let single_copy = self.single_copy;
@@ -614,7 +618,10 @@ impl State {
                                 self.peers[p].ended_one_way(Mech::Pipe, n, None, now, false);
                                 Mech::Pipe
                             }
-                            How::Coop => Mech::Coop,
+                            How::Coop => {
+                                chose_at = Some(now);
+                                Mech::Coop
+                            }
                             How::Pipe => {
                                 since = now;
                                 Mech::Pipe
@@ -626,13 +633,15 @@ impl State {
                         let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
                         if m == Mech::Pipe {
                             since = now;
+                        } else {
+                            chose_at = Some(now);
                         }
                         m
                     }
                     _ => Mech::Pipe,
                 };
                 if how == Mech::Coop {
-                    if self.coop_recv(peer, sreq, addr, buf, n, rid) {
+                    if self.coop_recv(peer, sreq, addr, buf, n, rid, chose_at) {
                         self.copy_chosen(p, CopyMech::Coop, n);
                         return;
                     }

@@ -123,7 +123,9 @@ impl State {
     /// request `rid` is settled (complete, FIN sent; or failed because the peer died), `false`
     /// if our CMA read failed: the caller then asks for the pipelined copy of the whole
     /// message (the sender has stopped claiming chunks by then, and what it still writes is
-    /// the same data).
+    /// the same data). The copy is measured from `chose_at`, the clock read where `auto`
+    /// chose it (the clock is read here when `None`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn coop_recv(
         &mut self,
         peer: i32,
@@ -132,12 +134,13 @@ impl State {
         buf: *mut u8,
         n: usize,
         rid: u64,
+        chose_at: Option<u64>,
     ) -> bool {
         let p = peer as usize;
         let Some(cm) = self.peers[p].coop_rx else {
             return false;
         };
-        let t0 = self.now_ns();
+        let t0 = chose_at.unwrap_or_else(|| self.now_ns());
         let csize = coop::chunk_size(n, self.coop_chunk);
         let chunks = n.div_ceil(csize);
         if chunks == 1 {
