@@ -147,6 +147,20 @@ fn failed(errno: i32) -> Option<ErrorClass> {
 }
 
 impl Cm {
+    /// The user context ids `0..n` the offload's tag layout carries.
+    pub(crate) fn max_contexts(&self) -> u32 {
+        self.layout.max_contexts()
+    }
+
+    /// Whether a receive is in flight in the provider for a communicator already freed
+    /// (`comms`: the engine's table): its context id must not serve a new one yet.
+    pub(crate) fn recv_on_freed(&self, comms: &[Option<super::comm::Comm>]) -> bool {
+        self.ops.values().any(|p| match p {
+            Pending::Recv { comm, .. } => comms.get(comm.0 as usize).is_none_or(Option::is_none),
+            _ => false,
+        })
+    }
+
     /// The offload over `mtl`, if the `ofi` transport opened it for `pml cm`.
     pub(crate) fn open(mtl: Mtl) -> Option<Cm> {
         let layout = mtl.layout()?;
