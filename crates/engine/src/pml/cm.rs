@@ -14,6 +14,10 @@
 //!   matched a synchronous send (truncated or not) sends the acknowledgement.
 //! - Receives are `fi_trecv` with the pattern of `(context, source, tag)`; truncation is the
 //!   provider's `FI_ETRUNC`, cancel is `fi_cancel` (`FI_ECANCELED` when it had not matched).
+//! - A marked message (`Engine::isend_marked`: `TAG_MARK` on the tag) carries the layout's
+//!   mark bit (`Layout::mark`, bit 30, where the engine has `TAG_MARK`), which every
+//!   receive pattern ignores and the received tag keeps: its status shows `TAG_MARK`, as
+//!   on the engine's own path.
 //! - Probes are `FI_PEEK` (mprobe: `FI_PEEK | FI_CLAIM`, its receive `FI_CLAIM` with the
 //!   peek's context), each waited for under the engine's lock, as the provider answers a
 //!   peek from its own queues. A claimed message longer than its receive's buffer (the
