@@ -1823,6 +1823,8 @@ mpi_fn! {
         let all = c.allgather_vec(&mine)?;
         let ctx = crate::comm::Internal::of(comm)?.agree_ctx()?;
         if color == MPI_UNDEFINED {
+            // Not a member: the ids stay taken at the members only.
+            lock().ids.release(ctx, 2);
             return out(newcomm, MPI_COMM_NULL, "newcomm");
         }
         let parent_group = lock().comm(comm)?.group.clone();
@@ -1923,6 +1925,8 @@ mpi_fn! {
         let ctx = crate::comm::Internal::of(comm)?.agree_ctx()?;
         let me = lock().world_rank();
         if !members.contains(&me) {
+            // Not a member: the ids stay taken at the members only.
+            lock().ids.release(ctx, 2);
             return out(newcomm, MPI_COMM_NULL, "newcomm");
         }
         let h = crate::comm::make::make_comm(comm, ctx, members)?;

@@ -1,5 +1,6 @@
 //! Communicators (rank, size, names, comparison, attributes, free) and groups.
 
+pub(crate) mod ctx;
 pub(crate) mod make;
 
 use crate::attrs::{
@@ -305,12 +306,21 @@ pub(crate) fn free(h: c_int) -> MpiResult {
     // A failing delete callback leaves the communicator in place (its handler decides).
     delete_all_attrs(h)?;
     crate::topo::table::forget(h);
+    // An intercommunicator holds two pairs of ids (its contexts, its local group's).
+    let span = if crate::intercomm::is_inter(h) { 4 } else { 2 };
     crate::intercomm::forget(h)?;
     let c = lock().comms.remove(h);
     if let Some(c) = c {
         let eng = crate::backend::engine()?;
+        let ctx = eng.comm_context(c.ecomm).map_err(crate::backend::err)?;
         eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
         eng.comm_free(c.coll).map_err(crate::backend::err)?;
+        // An intercommunicator's ids stay taken: with them reused, `inter.c` (np 4) hangs
+        // in the nonblocking collectives of an intercommunicator's dup that took the ids
+        // of a dup freed just before (a message of the freed one, not yet found).
+        if ctx >= crate::ctxid::FIRST && span == 2 {
+            ctx::release(ctx, span)?;
+        }
     }
     Ok(())
 }
@@ -546,42 +556,100 @@ impl Internal {
                 let m = self.allreduce_max(i64::from(v))?;
                 Ok(u32::try_from(m).unwrap_or(v))
             },
+            Some(&mut |mask: Vec<u64>| {
+                let words: Vec<i64> = mask.iter().map(|&w| w as i64).collect();
+                let all = self.allgather_i64(&words)?;
+                let mut and = mask;
+                for theirs in all.chunks_exact(and.len().max(1)) {
+                    for (a, &w) in and.iter_mut().zip(theirs) {
+                        *a &= w as u64;
+                    }
+                }
+                Ok(and)
+            }),
             |ok| Ok(self.allreduce_max(i64::from(!ok))? == 0),
         )
     }
 }
 
+/// The AND of every member's mask, word by word, at every member (an agreement's
+/// fallback: `ctxid::Ids::free_mask`).
+pub(crate) type AndMasks<'a> = &'a mut dyn FnMut(Vec<u64>) -> MpiResult<Vec<u64>>;
+
 /// Agree on a context id pair that is free at every member, also while other threads of
 /// the members create communicators over other parents (MPI_THREAD_MULTIPLE): each member
-/// proposes its lowest free pair, `max` gives the largest proposal to all, each member
-/// reserves it if it is still free here, and `all` tells whether every member could
-/// (else the reservations are released and the next round starts above). `max` and `all`
-/// are the parent's collective exchanges, called in the same order at every member.
+/// proposes the lowest pair above the ids it holds (`ctxid::Ids::top`), `max` gives the
+/// largest proposal to all, each member reserves it if it is still free here, and `all`
+/// tells whether every member could (else the reservations are released and the next
+/// round starts above). When the largest proposal reaches the limit of context ids
+/// ([`ctx::limit`]), `and` (if the caller has it) ANDs the members' masks of free pairs and
+/// the lowest pair free at all is taken, the same way: freed ids are reused in any order.
+/// No pair free at every member is an `MPI_ERR_OTHER` error at every member. `max`, `and`
+/// and `all` are the parent's collective exchanges, called in the same order at every
+/// member.
 pub(crate) fn agree_ctx_by(
     max: impl FnMut(u32) -> MpiResult<u32>,
+    and: Option<AndMasks<'_>>,
     all: impl FnMut(bool) -> MpiResult<bool>,
 ) -> MpiResult<u32> {
-    agree_ctx_span(2, max, all)
+    agree_ctx_span(2, max, and, all)
 }
 
 /// [`agree_ctx_by`] for `span` consecutive context ids (an intercommunicator takes 4).
 pub(crate) fn agree_ctx_span(
     span: u32,
     mut max: impl FnMut(u32) -> MpiResult<u32>,
+    and: Option<AndMasks<'_>>,
     mut all: impl FnMut(bool) -> MpiResult<bool>,
 ) -> MpiResult<u32> {
+    let limit = ctx::limit()?;
     let mut floor = 0;
     loop {
-        let mine = lock().propose_ctx(floor, span);
+        let mine = ctx::proposal(floor)?;
         let agreed = max(mine)?;
-        let ok = lock().try_reserve_ctx(agreed, span);
+        if agreed.saturating_add(span) > limit {
+            return match and {
+                Some(and) => agree_by_mask(span, limit, and, all),
+                None => Err(ctx::exhausted(limit, span)),
+            };
+        }
+        let ok = lock().ids.reserve(agreed, span);
         if all(ok)? {
             return Ok(agreed);
         }
         if ok {
-            lock().release_ctx(agreed, span);
+            lock().ids.release(agreed, span);
         }
         floor = agreed + span;
+    }
+}
+
+/// [`agree_ctx_span`] once the ids above every member's have run out: the lowest `span`
+/// ids free at every member by the AND of their masks of free pairs.
+fn agree_by_mask(
+    span: u32,
+    limit: u32,
+    and: AndMasks<'_>,
+    mut all: impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<u32> {
+    let mut floor = 0;
+    loop {
+        ctx::settle_parked()?;
+        let mine = lock()
+            .ids
+            .free_mask(floor, limit.min(crate::ctxid::MASK_LIMIT));
+        let common = and(mine)?;
+        let Some(ctx) = crate::ctxid::pick(&common, span) else {
+            return Err(ctx::exhausted(limit, span));
+        };
+        let ok = lock().ids.reserve(ctx, span);
+        if all(ok)? {
+            return Ok(ctx);
+        }
+        if ok {
+            lock().ids.release(ctx, span);
+        }
+        floor = ctx + span;
     }
 }
 

@@ -150,8 +150,18 @@ impl IdupJob {
                 xfer(eng, ctx, None, Some(0), tag)
             }
         };
+        let mut and = |mask: Vec<u64>| -> MpiResult<Vec<u64>> {
+            mask.iter()
+                .map(|&w| {
+                    let lo = round(w as u32, |a, b| a & b)?;
+                    let hi = round((w >> 32) as u32, |a, b| a & b)?;
+                    Ok(u64::from(hi) << 32 | u64::from(lo))
+                })
+                .collect()
+        };
         let agreed = crate::comm::agree_ctx_by(
             |v| round(v, u32::max),
+            Some(&mut and),
             |ok| Ok(round(u32::from(ok), u32::min)? == 1),
         )?;
         let h = crate::comm::make::make_comm(self.comm, agreed, self.group.clone())?;
@@ -293,8 +303,18 @@ mpi_fn! {
                 xfer(eng, ctx, None, Some(leader), t)
             }
         };
+        let mut and = |mask: Vec<u64>| -> MpiResult<Vec<u64>> {
+            mask.iter()
+                .map(|&w| {
+                    let lo = round(w as u32, |a, b| a & b)?;
+                    let hi = round((w >> 32) as u32, |a, b| a & b)?;
+                    Ok(u64::from(hi) << 32 | u64::from(lo))
+                })
+                .collect()
+        };
         let agreed = crate::comm::agree_ctx_by(
             |v| round(v, u32::max),
+            Some(&mut and),
             |ok| Ok(round(u32::from(ok), u32::min)? == 1),
         )
         .map_err(|e| e.on(comm))?;

@@ -670,8 +670,8 @@ fn join_groups(
         (b.to_vec(), a.to_vec())
     };
     let swap = conn.as_mut().map(|c| Ok(move |l: &[u8]| c.swap(l)));
-    let x = exchange_with(&net, star, swap, contribution(&[]), CONNECT_TAG)?;
-    let ctx = x.agree_ctx();
+    let x = exchange_with(&net, star, swap, contribution(&[])?, CONNECT_TAG)?;
+    let ctx = x.agree_ctx(4)?;
     let h = make_inter(comm, ctx, local, remote)?;
     out(newcomm, h, "newcomm")
 }

@@ -254,13 +254,14 @@ pub(crate) fn word(b: &[u8], i: usize) -> i32 {
         .map_or(0, |w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
 }
 
-/// A contribution: our next free context id followed by `words`.
-pub(crate) fn contribution(words: &[i32]) -> Vec<u8> {
-    let next = lock().next_ctx as i32;
-    std::iter::once(next)
+/// A contribution: our proposal of context ids (the lowest above those we hold) followed
+/// by `words`.
+pub(crate) fn contribution(words: &[i32]) -> MpiResult<Vec<u8>> {
+    let next = crate::comm::ctx::proposal(0)? as i32;
+    Ok(std::iter::once(next)
         .chain(words.iter().copied())
         .flat_map(i32::to_le_bytes)
-        .collect()
+        .collect())
 }
 
 /// What [`exchange`] returns: every member's contribution, by local and remote rank.
@@ -270,9 +271,12 @@ pub(crate) struct Exchanged {
 }
 
 impl Exchanged {
-    /// The agreed context id (the maximum proposal of both groups); reserves it and the
-    /// next three ids locally.
-    pub(crate) fn agree_ctx(&self) -> u32 {
+    /// The agreed context id (the maximum proposal of both groups); takes it and the
+    /// next `span - 1` ids locally (4 for an intercommunicator, 2 for an
+    /// intracommunicator). The same at every member of both groups, as is the
+    /// `MPI_ERR_OTHER` error when the ids up to the limit are taken (no fallback to
+    /// masks here: freed ids come back when the last ones taken are freed).
+    pub(crate) fn agree_ctx(&self, span: u32) -> MpiResult<u32> {
         let ctx = self
             .local
             .iter()
@@ -280,10 +284,12 @@ impl Exchanged {
             .map(|c| word(c, 0) as u32)
             .max()
             .unwrap_or(0);
-        let mut st = lock();
-        st.next_ctx = st.next_ctx.max(ctx + 4);
-        st.ctx_taken.extend(ctx..ctx + 4);
-        ctx
+        let limit = crate::comm::ctx::limit()?;
+        if ctx.saturating_add(span) > limit {
+            return Err(crate::comm::ctx::exhausted(limit, span));
+        }
+        lock().ids.take(ctx, span);
+        Ok(ctx)
     }
 }
 
@@ -460,7 +466,7 @@ impl Link {
     /// [`exchange`] over this intercommunicator (leaders: local rank 0 on both sides).
     fn exchange(&self, words: &[i32]) -> MpiResult<Exchanged> {
         let swap = (self.star.rank == 0).then_some(Ok((self.ic, 0)));
-        exchange(&self.net, self.star, swap, contribution(words), AGREE_TAG)
+        exchange(&self.net, self.star, swap, contribution(words)?, AGREE_TAG)
     }
 }
 
@@ -511,7 +517,7 @@ mpi_fn! {
         });
         let net = Net::new(local_comm)?;
         let t = CREATE_TAG | (tag & 0xf_ffff);
-        let x = exchange(&net, star, swap, contribution(&[me]), t)?;
+        let x = exchange(&net, star, swap, contribution(&[me])?, t)?;
         let local: Vec<i32> = x.local.iter().map(|c| word(c, 1)).collect();
         let remote: Vec<i32> = x.remote.iter().map(|c| word(c, 1)).collect();
         if let Some(w) = local.iter().find(|w| remote.contains(w)) {
@@ -520,7 +526,7 @@ mpi_fn! {
         if remote.is_empty() {
             return Err(MpiError::new(MPI_ERR_COMM, "empty remote group").on(local_comm));
         }
-        let ctx = x.agree_ctx();
+        let ctx = x.agree_ctx(4)?;
         let h = make_inter(local_comm, ctx, local, remote)?;
         out(newintercomm, h, "newintercomm")
     }
@@ -547,7 +553,7 @@ mpi_fn! {
         } else {
             l.remote_group.iter().chain(&l.local_group).copied().collect()
         };
-        let ctx = x.agree_ctx();
+        let ctx = x.agree_ctx(2)?;
         let h = crate::comm::make::make_comm(intercomm, ctx, group)?;
         out(newintracomm, h, "newintracomm")
     }
@@ -561,7 +567,7 @@ pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult<c_int> {
     if newcomm.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
     }
-    let ctx = l.exchange(&[])?.agree_ctx();
+    let ctx = l.exchange(&[])?.agree_ctx(4)?;
     make_inter(comm, ctx, l.local_group, l.remote_group)
 }
 
@@ -589,13 +595,12 @@ pub(crate) fn split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) 
         return Err(MpiError::new(MPI_ERR_ARG, format!("invalid color {color}")).on(comm));
     }
     let x = l.exchange(&[color, key])?;
-    let ctx = x.agree_ctx();
-    if color == MPI_UNDEFINED {
-        return out(newcomm, MPI_COMM_NULL, "newcomm");
-    }
+    let ctx = x.agree_ctx(4)?;
     let local = by_color(&x.local, &l.local_group, color);
     let remote = by_color(&x.remote, &l.remote_group, color);
-    if remote.is_empty() {
+    if color == MPI_UNDEFINED || remote.is_empty() {
+        // Not a member: the ids stay taken at the members only.
+        lock().ids.release(ctx, 4);
         return out(newcomm, MPI_COMM_NULL, "newcomm");
     }
     let h = make_inter(comm, ctx, local, remote)?;
@@ -626,7 +631,7 @@ pub(crate) fn create(comm: c_int, group: c_int, newcomm: *mut c_int) -> MpiResul
         }
     }
     let x = l.exchange(&ranks)?;
-    let ctx = x.agree_ctx();
+    let ctx = x.agree_ctx(4)?;
     // Every member passes the same group; the leaders' contributions are used.
     let pick = |c: &Vec<u8>, g: &[i32]| -> Vec<i32> {
         (1..c.len() / 4)
@@ -637,6 +642,8 @@ pub(crate) fn create(comm: c_int, group: c_int, newcomm: *mut c_int) -> MpiResul
     let remote = pick(&x.remote[0], &l.remote_group);
     let me = lock().world_rank();
     if !local.contains(&me) || remote.is_empty() {
+        // Not a member: the ids stay taken at the members only.
+        lock().ids.release(ctx, 4);
         return out(newcomm, MPI_COMM_NULL, "newcomm");
     }
     let h = make_inter(comm, ctx, local, remote)?;

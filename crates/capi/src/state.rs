@@ -15,10 +15,6 @@ pub(crate) struct UserOp {
     pub commute: bool,
 }
 
-/// First context id handed out for user communicators (0/1: world/self, 2/3: their
-/// collective contexts).
-pub(crate) const FIRST_FREE_CTX: u32 = 4;
-
 /// Everything behind the library lock.
 pub(crate) struct State {
     /// The library is up (the engine, world and self): by `MPI_Init` or a session.
@@ -49,12 +45,8 @@ pub(crate) struct State {
     pub bsend_buffers: std::collections::BTreeMap<c_int, (usize, usize)>,
     /// Operations still running after their request was freed, and buffered sends.
     pub orphans: Vec<Pending>,
-    /// The next context id this process may propose for a new communicator.
-    pub next_ctx: u32,
-    /// Context ids at or above `FIRST_FREE_CTX` reserved by this process (by communicator
-    /// creations that agreed on them, or are checking an agreed value): several threads
-    /// may create communicators at once, each over its own parent.
-    pub ctx_taken: std::collections::BTreeSet<u32>,
+    /// The context ids of this process's communicators.
+    pub ids: crate::ctxid::Ids,
     /// Generalized requests by request handle.
     pub greqs: std::collections::BTreeMap<c_int, Greq>,
     /// Datatype attributes: datatype handle -> keyval -> value.
@@ -90,8 +82,7 @@ impl State {
             bsend_buffer: None,
             bsend_buffers: std::collections::BTreeMap::new(),
             orphans: Vec::new(),
-            next_ctx: FIRST_FREE_CTX,
-            ctx_taken: std::collections::BTreeSet::new(),
+            ids: crate::ctxid::Ids::new(),
             type_attrs: std::collections::BTreeMap::new(),
             greqs: std::collections::BTreeMap::new(),
         }
@@ -146,33 +137,6 @@ impl State {
                 Some(w) => w.err_action,
                 None => self.pre_init_world_errh.1,
             },
-        }
-    }
-
-    /// The lowest context id from `max(next_ctx, floor)` on whose `span` ids are all free
-    /// here: this process's proposal for a new communicator.
-    pub fn propose_ctx(&self, floor: u32, span: u32) -> u32 {
-        let mut c = self.next_ctx.max(floor);
-        while let Some(&t) = self.ctx_taken.range(c..c + span).next_back() {
-            c = t + 1;
-        }
-        c
-    }
-
-    /// Reserve the `span` context ids from `ctx` if they are all free here.
-    pub fn try_reserve_ctx(&mut self, ctx: u32, span: u32) -> bool {
-        if self.ctx_taken.range(ctx..ctx + span).next().is_some() {
-            return false;
-        }
-        self.ctx_taken.extend(ctx..ctx + span);
-        self.next_ctx = self.next_ctx.max(ctx + span);
-        true
-    }
-
-    /// Release a reservation that the other members could not make.
-    pub fn release_ctx(&mut self, ctx: u32, span: u32) {
-        for c in ctx..ctx + span {
-            self.ctx_taken.remove(&c);
         }
     }
 

@@ -299,6 +299,68 @@ fn pml_cm_over_ofi_software_providers() {
     }
 }
 
+/// The collectives' error markers and a scan's length headers are marked messages
+/// (`TAG_MARK`), which under `pml cm` travel with the mark bit of the provider's tag
+/// (`mtl/ofi/tag.rs`): `coll_errcounts.c`'s one-byte items ("bytes": a one-byte marker met
+/// by a receive of exactly one byte fails it, blocking and nonblocking) and its scans of a
+/// header's image ("magic": data of a header's 32 bytes is data) pass under `pml cm` on
+/// `tcp;ofi_rxm` and `udp;ofi_rxd`, the shared-memory collectives off (their
+/// point-to-point algorithms and schedules send the markers), as under the engine's
+/// matching (`coll.rs`'s `erroneous_counts_fail_cleanly_np2_np3`).
+#[test]
+fn pml_cm_carries_the_collectives_marks() {
+    let dir = Scratch::new("ofi-cm-mark");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let exe = build(&c.join("coll_errcounts.c"), &dir.0, "coll_errcounts");
+    for prov in ofi_providers().into_iter().filter(|&p| p != "shm") {
+        for (n, part) in [
+            (2, "bytes"),
+            (3, "bytes"),
+            (4, "bytes"),
+            (3, "magic"),
+            (4, "magic"),
+        ] {
+            let n_s = n.to_string();
+            let args = [
+                "--timeout",
+                "170",
+                "--mca",
+                "pml",
+                "cm",
+                "--mca",
+                "btl",
+                "self,ofi",
+                "--mca",
+                "coll_sm_enable",
+                "0",
+                "--mca",
+                "pml_base_verbose",
+                "10",
+                "-n",
+                &n_s,
+            ];
+            let mut argv: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+            argv.extend([exe.as_os_str(), OsStr::new(part)]);
+            let out = mpirun(&argv, &[("FI_PROVIDER", OsStr::new(prov))]);
+            let what = format!("coll_errcounts {part} on {n} ranks under pml cm over {prov}");
+            success(&out, &what);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l == "coll_errcounts: all checks passed"),
+                "{what}: {stdout}"
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            let cm = err
+                .lines()
+                .filter(|l| l.contains("pml cm over mtl ofi"))
+                .count();
+            assert_eq!(cm, n, "every rank runs pml cm over {prov}:\n{err}");
+        }
+    }
+}
+
 /// `pml cm` on `shm` fails to start with one line naming the provider's limit (its
 /// wildcard receives take a sender's messages out of order), never a wrong match.
 #[test]

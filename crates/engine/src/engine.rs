@@ -624,6 +624,22 @@ impl Engine {
         self.lock().comm_create(ctx, group, remote)
     }
 
+    /// Whether the context ids `ctx..ctx + span` may serve a new communicator: no live
+    /// communicator has one, and nothing of a freed one is left on them (a posted receive,
+    /// an unexpected or matched-probe message; under `pml cm`, no receive of any freed
+    /// communicator is in flight in the provider). `MPI_Comm_free` lets pending operations
+    /// complete: until they have, their ids stay out of use.
+    pub fn contexts_idle(&self, ctx: u32, span: u32) -> bool {
+        self.lock().contexts_idle(ctx, span)
+    }
+
+    /// The user context ids `0..n` every transport in use carries (the collective
+    /// contexts, `ctx | 1 << 31`, and the reserved ids just below `u32::MAX` apart):
+    /// under `pml cm` what the offload's tag layout has room for, else `2^31`.
+    pub fn context_limit(&self) -> u32 {
+        self.lock().context_limit()
+    }
+
     /// Removes a communicator created by [`Engine::comm_create`].
     pub fn comm_free(&self, comm: CommId) -> Result<(), Error> {
         self.lock().comm_free(comm)

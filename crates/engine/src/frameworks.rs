@@ -76,17 +76,37 @@ pub static EXCHANGE_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(4);
 
+/// `mpi_max_context_ids`: a cap on the context ids the C ABI's communicators take (0: what
+/// the transports carry, `Engine::context_limit`), for tests of their exhaustion.
+pub static MAX_CONTEXT_IDS: ParamDecl = ParamDecl::new(
+    "mpi",
+    "",
+    "max_context_ids",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 30,
+    },
+    "0",
+    "Context ids (0 up, two per communicator, four per intercommunicator; 0 to 3 are \
+     MPI_COMM_WORLD's and MPI_COMM_SELF's) the communicators may take: 0 means what the \
+     transports carry (2^31, or under pml cm what the provider's tag has room for). \
+     Freed ids are reused; creating a communicator when none are free at every member \
+     fails with MPI_ERR_OTHER",
+)
+.level(9);
+
 /// `io_base_verbose`: the MPI-IO component's own reports (`oxmpi-capi`'s `io/`: what each
 /// `MPI_File_sync` did); the collective accesses report on `fcoll_base_verbose`.
 pub static IO_VERBOSE: ParamDecl = ParamDecl::verbose("io");
 
 /// The frameworks' own parameters (each framework's selection and `_base_verbose` are added
 /// by the registry).
-pub(crate) static PARAMS: [ParamDecl; 5] = [
+pub(crate) static PARAMS: [ParamDecl; 6] = [
     IDLE_SLEEP_MAX,
     HANDOFF_MAX,
     CONNECT_TIMEOUT,
     EXCHANGE_TIMEOUT,
+    MAX_CONTEXT_IDS,
     IO_VERBOSE,
 ];
 

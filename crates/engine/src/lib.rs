@@ -339,7 +339,7 @@ pub const TAG_UB: i32 = (1 << 30) - 1;
 /// receive of tag `t` (or [`ANY_TAG`]) matches a message of tag `t | TAG_MARK` as one of
 /// `t`, and its status shows the bit, so the receiver tells such a message from data of
 /// the same length. No user message carries it (a user's tag is at most [`TAG_UB`]). Under
-/// `pml cm` (whose tag layout has no room for it) the message goes unmarked.
+/// `pml cm` it is the bit above the tag field of the provider's tag (`mtl::ofi::tag`).
 pub const TAG_MARK: i32 = 1 << 30;
 
 /// MPI thread support levels, ordered.

@@ -351,6 +351,7 @@ fn shrink(comm: c_int) -> MpiResult<c_int> {
             failed.get_or_insert(d.failed);
             Ok(d.max)
         },
+        None,
         |ok| Ok(run(&t, i32::from(ok), 0)?.flag == 1),
     )?;
     let failed = failed.unwrap_or_default();
@@ -367,7 +368,7 @@ fn shrink(comm: c_int) -> MpiResult<c_int> {
     }
     let remote = alive(false);
     if remote.is_empty() {
-        lock().release_ctx(ctx, span);
+        lock().ids.release(ctx, span);
         return Err(MpiError::new(
             MPIX_ERR_PROC_FAILED,
             "every member of the remote group failed: no intercommunicator is left",

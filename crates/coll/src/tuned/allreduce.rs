@@ -32,9 +32,8 @@ pub(crate) struct Exact(pub(crate) Option<oxmpi_engine::Error>);
 
 /// The bytes an erroneous rank sends in place of `len` bytes of data, as a marked message
 /// ([`CollComm::isend_or_marker`]): one byte (never a whole item of an op whose item is
-/// larger), or none when `len` is one byte, so that its length differs too (under `pml
-/// cm`, which sends it unmarked, the length alone tells it, except to a receive of
-/// exactly its length).
+/// larger), or none when `len` is one byte, so that its length differs too (a receive of
+/// exactly its length tells it by its mark, under `pml cm` as well).
 pub(crate) fn marker(len: usize) -> &'static [u8] {
     static MARK: [u8; 1] = [0];
     &MARK[..usize::from(len != 1)]

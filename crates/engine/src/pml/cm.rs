@@ -14,6 +14,10 @@
 //!   matched a synchronous send (truncated or not) sends the acknowledgement.
 //! - Receives are `fi_trecv` with the pattern of `(context, source, tag)`; truncation is the
 //!   provider's `FI_ETRUNC`, cancel is `fi_cancel` (`FI_ECANCELED` when it had not matched).
+//! - A marked message (`Engine::isend_marked`: `TAG_MARK` on the tag) carries the layout's
+//!   mark bit (`Layout::mark`, bit 30, where the engine has `TAG_MARK`), which every
+//!   receive pattern ignores and the received tag keeps: its status shows `TAG_MARK`, as
+//!   on the engine's own path.
 //! - Probes are `FI_PEEK` (mprobe: `FI_PEEK | FI_CLAIM`, its receive `FI_CLAIM` with the
 //!   peek's context), each waited for under the engine's lock, as the provider answers a
 //!   peek from its own queues. A claimed message longer than its receive's buffer (the
@@ -147,6 +151,20 @@ fn failed(errno: i32) -> Option<ErrorClass> {
 }
 
 impl Cm {
+    /// The user context ids `0..n` the offload's tag layout carries.
+    pub(crate) fn max_contexts(&self) -> u32 {
+        self.layout.max_contexts()
+    }
+
+    /// Whether a receive is in flight in the provider for a communicator already freed
+    /// (`comms`: the engine's table): its context id must not serve a new one yet.
+    pub(crate) fn recv_on_freed(&self, comms: &[Option<super::comm::Comm>]) -> bool {
+        self.ops.values().any(|p| match p {
+            Pending::Recv { comm, .. } => comms.get(comm.0 as usize).is_none_or(Option::is_none),
+            _ => false,
+        })
+    }
+
     /// The offload over `mtl`, if the `ofi` transport opened it for `pml cm`.
     pub(crate) fn open(mtl: Mtl) -> Option<Cm> {
         let layout = mtl.layout()?;

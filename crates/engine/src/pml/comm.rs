@@ -141,6 +141,26 @@ impl State {
         }
     }
 
+    /// Whether context ids `ctx..ctx + span` are idle (see `Engine::contexts_idle`).
+    pub(crate) fn contexts_idle(&self, ctx: u32, span: u32) -> bool {
+        let quiet = |c: u32| {
+            !self.ctx_comm.contains_key(&c)
+                && self.matcher.idle_on(c)
+                && !self.deferred.iter().any(|(_, e, _)| e.ctx == c)
+                && !self.messages.values().any(|(e, _)| e.ctx == c)
+        };
+        (ctx..ctx.saturating_add(span)).all(quiet)
+            && self
+                .cm
+                .as_ref()
+                .is_none_or(|cm| !cm.recv_on_freed(&self.comms))
+    }
+
+    /// The user context ids `0..n` the transports carry (see `Engine::context_limit`).
+    pub(crate) fn context_limit(&self) -> u32 {
+        self.cm.as_ref().map_or(1 << 31, |cm| cm.max_contexts())
+    }
+
     /// Removes a communicator added by [`State::comm_create`].
     pub(crate) fn comm_free(&mut self, comm: CommId) -> Result<(), Error> {
         if comm.0 < 2 {

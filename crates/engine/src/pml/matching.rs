@@ -405,6 +405,15 @@ impl<R: PartialEq, M> Matcher<R, M> {
             && (q.n_unexpected == 0 || q.unexpected.get(src).is_none_or(VecDeque::is_empty))
     }
 
+    /// `true` if nothing is queued on `ctx`: no posted receive, no unexpected message.
+    pub fn idle_on(&self, ctx: u32) -> bool {
+        self.ctxs.get(ctx).is_none_or(|q| {
+            q.posted_any.is_empty()
+                && q.n_unexpected == 0
+                && q.posted_src.values().all(VecDeque::is_empty)
+        })
+    }
+
     /// Queues a message that matched no posted receive.
     pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
         let seq = self.next_seq();

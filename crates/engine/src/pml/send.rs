@@ -64,17 +64,16 @@ impl State {
         if self.comms_watched != 0 {
             self.comm_sent(comm, dest, len);
         }
-        if self.cm.is_some() {
-            // Unmarked: `pml cm`'s tag layout has no room for the mark.
-            let env = Envelope { ctx, src: my, tag };
-            // SAFETY: forwarded caller guarantee.
-            return unsafe { self.cm_send(env, dest, dest_world, buf, len, mode) };
-        }
         let env = Envelope {
             ctx,
             src: my,
             tag: tag | mark,
         };
+        if self.cm.is_some() {
+            // The mark travels in the offload's tag too (`mtl::ofi::tag`, `Layout::mark`).
+            // SAFETY: forwarded caller guarantee.
+            return unsafe { self.cm_send(env, dest, dest_world, buf, len, mode) };
+        }
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
     }

@@ -1279,8 +1279,14 @@ mod tests {
                 tag: 77,
             };
             for sync in [false, true] {
-                let t = l.send(&env, sync).unwrap();
-                assert!(!recs.contains(&t) && t & BTL_TAG == 0);
+                for mark in [0, crate::TAG_MARK] {
+                    let e = Envelope {
+                        tag: env.tag | mark,
+                        ..env
+                    };
+                    let t = l.send(&e, sync).unwrap();
+                    assert!(!recs.contains(&t) && t & BTL_TAG == 0);
+                }
             }
             assert_eq!(l.ack_send(&env, 3).unwrap() & BTL_TAG, 0);
         }

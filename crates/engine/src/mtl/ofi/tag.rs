@@ -3,10 +3,10 @@
 //! provider match `MPI_ANY_SOURCE` and `MPI_ANY_TAG`.
 //!
 //! ```text
-//!  bits-1 .. bits-4   bits-5 .. 30+S   30+S-1 .. 30   29 .. 0
-//! +--------------+-----------------+--------------+-----------+
-//! | SYNC ACK RV 0 |   context (C)   |  source (S)  |  tag (30) |
-//! +--------------+-----------------+--------------+-----------+
+//!  bits-1 .. bits-4   bits-5 .. 31+S   31+S-1 .. 31    30     29 .. 0
+//! +--------------+-----------------+--------------+------+-----------+
+//! | SYNC ACK RV 0 |   context (C)   |  source (S)  | MARK |  tag (30) |
+//! +--------------+-----------------+--------------+------+-----------+
 //! ```
 //!
 //! `bits` is what the provider matches (64 for nearly all; fewer where its
@@ -18,7 +18,11 @@
 //! message is a descriptor of the data for the receiver to read; receives ignore the bit),
 //! the last bit is always zero (the btl's records set it). The tag
 //! field holds the engine's whole tag range (`TAG_UB` = 2^30 - 1, so `MPI_TAG_UB` is the
-//! same on every path, and the collectives' and the library's internal tags fit).
+//! same on every path, and the collectives' and the library's internal tags fit), and the
+//! bit above it, [`Layout::mark`], is the engine's `TAG_MARK` (bit 30) where it stands on
+//! the engine's tag: a marked message (the collectives' error markers and length headers)
+//! carries it, receives ignore it (a receive of tag `t` takes `t` marked or not), and the
+//! received tag keeps it, so the status shows it as on the engine's own path.
 //!
 //! Context ids: the engine's are 32 bits, handed out from 0 upwards; a communicator's
 //! collective traffic sets the top bit (`ctx | 1 << 31`) and the library reserves ids just
@@ -34,6 +38,14 @@ use std::fmt;
 pub const PROTO_BITS: u32 = 4;
 /// Bits of the MPI tag field (the engine's `TAG_UB` is `2^30 - 1`).
 pub const TAG_BITS: u32 = 30;
+/// Bits of the mark, right above the tag field ([`Layout::mark`]).
+pub const MARK_BITS: u32 = 1;
+/// The mark bit: the engine's `TAG_MARK`.
+const MARK: u64 = 1 << TAG_BITS;
+const _: () = assert!(
+    MARK == crate::TAG_MARK as u64,
+    "the mark sits where the engine has it"
+);
 /// The smallest context field a layout accepts.
 pub const MIN_CONTEXT_BITS: u32 = 8;
 /// Context ids just below `u32::MAX` (`u32::MAX - k`, `k` below this) that a layout carries.
@@ -106,7 +118,8 @@ pub struct Envelope {
     pub ctx: u32,
     /// The sender's rank in the communicator (in its own group for an intercommunicator).
     pub src: u32,
-    /// The MPI tag, `0..=TAG_UB`.
+    /// The MPI tag, `0..=TAG_UB`; a marked message's also has `TAG_MARK` (bit 30,
+    /// [`Layout::mark`]).
     pub tag: i32,
 }
 
@@ -168,11 +181,11 @@ impl Layout {
         if bits > 64 {
             return Err(LayoutError::TooManyBits(bits));
         }
-        let need = PROTO_BITS + TAG_BITS + 1 + MIN_CONTEXT_BITS;
+        let need = PROTO_BITS + TAG_BITS + MARK_BITS + 1 + MIN_CONTEXT_BITS;
         if bits < need {
             return Err(LayoutError::TooFewBits { bits, need });
         }
-        if src_bits == 0 || PROTO_BITS + TAG_BITS + src_bits + MIN_CONTEXT_BITS > bits {
+        if src_bits == 0 || PROTO_BITS + TAG_BITS + MARK_BITS + src_bits + MIN_CONTEXT_BITS > bits {
             return Err(LayoutError::SourceBits(src_bits));
         }
         Ok(Layout { bits, src_bits })
@@ -187,7 +200,7 @@ impl Layout {
 
     /// Bits of the context field.
     pub fn context_bits(&self) -> u32 {
-        self.bits - PROTO_BITS - TAG_BITS - self.src_bits
+        self.bits - PROTO_BITS - TAG_BITS - MARK_BITS - self.src_bits
     }
 
     /// Bits of the source field.
@@ -225,12 +238,18 @@ impl Layout {
         1 << (self.bits - 3)
     }
 
+    /// The mark bit (right above the tag field, where the engine's `TAG_MARK` is): a
+    /// marked message carries it, every receive ignores it, a received tag keeps it.
+    pub fn mark(&self) -> u64 {
+        MARK
+    }
+
     fn src_shift(&self) -> u32 {
-        TAG_BITS
+        TAG_BITS + MARK_BITS
     }
 
     fn ctx_shift(&self) -> u32 {
-        TAG_BITS + self.src_bits
+        TAG_BITS + MARK_BITS + self.src_bits
     }
 
     /// The context field's value for context id `ctx`.
@@ -273,6 +292,7 @@ impl Layout {
         }
     }
 
+    /// A receive's tag: `0..=TAG_UB`, no mark.
     fn tag(&self, tag: i32) -> Result<u64, EncodeError> {
         if (0..=self.tag_ub()).contains(&tag) {
             Ok(tag as u64)
@@ -281,22 +301,28 @@ impl Layout {
         }
     }
 
-    /// The envelope's fields, without protocol bits.
+    /// A message's tag: `0..=TAG_UB`, with the mark or without (every non-negative
+    /// `i32`: the mark is bit 30, the tag field the bits below).
+    fn sent_tag(&self, tag: i32) -> Result<u64, EncodeError> {
+        u64::try_from(tag).map_err(|_| EncodeError::Tag(tag))
+    }
+
+    /// The envelope's fields, without protocol bits (the mark with the tag).
     fn fields(&self, env: &Envelope) -> Result<u64, EncodeError> {
         Ok((self.context(env.ctx)? << self.ctx_shift())
             | self.source(env.src)?
-            | self.tag(env.tag)?)
+            | self.sent_tag(env.tag)?)
     }
 
-    /// The tag of a send of `env`; `sync` for a synchronous send (the receiver
-    /// acknowledges it).
+    /// The tag of a send of `env` (marked if `env.tag` has `TAG_MARK`); `sync` for a
+    /// synchronous send (the receiver acknowledges it).
     pub fn send(&self, env: &Envelope, sync: bool) -> Result<u64, EncodeError> {
         Ok(self.fields(env)? | if sync { self.sync() } else { 0 })
     }
 
     /// The receive of context `ctx` from `src` (`None`: any source) with `tag` (`None`:
     /// any tag). It takes synchronous and standard sends and rendezvous requests alike,
-    /// never acknowledgements.
+    /// marked or not, never acknowledgements.
     pub fn recv(
         &self,
         ctx: u32,
@@ -304,7 +330,7 @@ impl Layout {
         tag: Option<i32>,
     ) -> Result<Pattern, EncodeError> {
         let mut bits = self.context(ctx)? << self.ctx_shift();
-        let mut ignore = self.sync() | self.rndv();
+        let mut ignore = self.sync() | self.rndv() | self.mark();
         match src {
             Some(s) => bits |= self.source(s)?,
             None => ignore |= mask(self.src_bits) << self.src_shift(),
@@ -332,14 +358,14 @@ impl Layout {
         })
     }
 
-    /// Takes a received tag apart.
+    /// Takes a received tag apart (`env.tag` keeps the mark).
     pub fn decode(&self, bits: u64) -> Decoded {
         let ctx = (bits >> self.ctx_shift()) & mask(self.context_bits());
         Decoded {
             env: Envelope {
                 ctx: self.context_id(ctx),
                 src: ((bits >> self.src_shift()) & mask(self.src_bits)) as u32,
-                tag: (bits & mask(TAG_BITS)) as i32,
+                tag: (bits & (mask(TAG_BITS) | MARK)) as i32,
             },
             sync: bits & self.sync() != 0,
             ack: bits & self.ack() != 0,

@@ -12,7 +12,7 @@ use super::tag::{
 use crate::mtl::fake::{Completion, FakeTagged};
 use crate::ErrorClass;
 
-/// 64 bits, 16 of source: 14 of context.
+/// 64 bits, 16 of source: 13 of context.
 fn layout() -> Layout {
     Layout::new(64, 16).unwrap()
 }
@@ -24,19 +24,29 @@ fn env(ctx: u32, src: u32, tag: i32) -> Envelope {
 #[test]
 fn fields_sit_where_the_layout_says() {
     let l = layout();
-    assert_eq!((l.source_bits(), l.context_bits()), (16, 14));
+    assert_eq!((l.source_bits(), l.context_bits()), (16, 13));
     assert_eq!(
         l.tag_ub(),
         crate::TAG_UB,
         "MPI_TAG_UB as on the engine's path"
     );
     assert_eq!(l.max_ranks(), 1 << 16);
-    assert_eq!(l.max_contexts(), (1 << 13) - RESERVED_CONTEXTS);
+    assert_eq!(l.max_contexts(), (1 << 12) - RESERVED_CONTEXTS);
     assert_eq!((l.sync(), l.ack()), (1 << 63, 1 << 62));
     assert_eq!(l.send(&env(0, 0, 0), false).unwrap(), 0);
     assert_eq!(l.send(&env(0, 0, 5), false).unwrap(), 5);
-    assert_eq!(l.send(&env(0, 3, 0), false).unwrap(), 3 << TAG_BITS);
-    assert_eq!(l.send(&env(2, 0, 0), false).unwrap(), 2 << (TAG_BITS + 16));
+    // The mark right above the tag field, where the engine has it; the source above it.
+    assert_eq!(l.mark(), crate::TAG_MARK as u64);
+    assert_eq!(l.mark(), 1 << TAG_BITS);
+    assert_eq!(
+        l.send(&env(0, 0, 5 | crate::TAG_MARK), false).unwrap(),
+        5 | l.mark()
+    );
+    assert_eq!(l.send(&env(0, 3, 0), false).unwrap(), 3 << (TAG_BITS + 1));
+    assert_eq!(
+        l.send(&env(2, 0, 0), false).unwrap(),
+        2 << (TAG_BITS + 1 + 16)
+    );
     assert_eq!(l.send(&env(0, 0, 0), true).unwrap(), 1 << 63);
     // The reserved protocol bits stay clear, whatever the fields hold.
     let full = l
@@ -45,7 +55,7 @@ fn fields_sit_where_the_layout_says() {
     assert_eq!(full & (0b11 << 60), 0);
     // Fewer matched bits (a provider's mem_tag_format): the protocol field moves down.
     let short = Layout::new(56, 10).unwrap();
-    assert_eq!(short.context_bits(), 12);
+    assert_eq!(short.context_bits(), 11);
     assert_eq!(short.sync(), 1 << 55);
     assert!(short.send(&env(1, 1, 1), true).unwrap() < 1 << 56);
 }
@@ -67,7 +77,14 @@ fn envelopes_round_trip_including_collective_and_reserved_contexts() {
         u32::MAX - 1,
         u32::MAX - (RESERVED_CONTEXTS - 1),
     ] {
-        for (src, tag) in [(0, 0), (1, 1), (0xffff, l.tag_ub()), (12, 1 << 28)] {
+        for (src, tag) in [
+            (0, 0),
+            (1, 1),
+            (0xffff, l.tag_ub()),
+            (12, 1 << 28),
+            (3, crate::TAG_MARK),
+            (0xffff, l.tag_ub() | crate::TAG_MARK),
+        ] {
             for sync in [false, true] {
                 let e = env(ctx, src, tag);
                 let d = l.decode(l.send(&e, sync).unwrap());
@@ -97,7 +114,7 @@ fn values_outside_their_fields_are_errors() {
         l.send(&env(ctx, 0, 0), false),
         Err(EncodeError::Context(ctx))
     );
-    let big = (1 << 31) | (1 << 13);
+    let big = (1 << 31) | (1 << 12);
     assert_eq!(
         l.send(&env(big, 0, 0), false),
         Err(EncodeError::Context(big))
@@ -111,14 +128,16 @@ fn values_outside_their_fields_are_errors() {
         Err(EncodeError::Source(1 << 16))
     );
     assert_eq!(l.send(&env(0, 0, -1), false), Err(EncodeError::Tag(-1)));
+    // A message's tag may carry the mark (bit 30); a receive's names none.
+    assert!(l.send(&env(0, 0, 1 << 30), false).is_ok());
     assert_eq!(
-        l.send(&env(0, 0, 1 << 30), false),
+        l.recv(0, None, Some(1 << 30)),
         Err(EncodeError::Tag(1 << 30))
     );
     assert_eq!(l.recv(0, None, Some(-5)), Err(EncodeError::Tag(-5)));
     assert_eq!(
         EncodeError::Context(ctx).to_string(),
-        "context id 0x1ff0 does not fit the tag"
+        "context id 0xff0 does not fit the tag"
     );
 }
 
@@ -132,18 +151,21 @@ fn layouts_fit_the_provider_and_the_job() {
     let l = Layout::fit(64, 4, 16).unwrap();
     assert_eq!(l.source_bits(), 16, "at least the minimum");
     let l = Layout::fit(64, 100_000, 16).unwrap();
-    assert_eq!((l.source_bits(), l.context_bits()), (17, 13));
+    assert_eq!((l.source_bits(), l.context_bits()), (17, 12));
     assert_eq!(
         Layout::new(40, 1),
-        Err(LayoutError::TooFewBits { bits: 40, need: 43 })
+        Err(LayoutError::TooFewBits { bits: 40, need: 44 })
     );
     assert_eq!(Layout::new(65, 16), Err(LayoutError::TooManyBits(65)));
     assert_eq!(Layout::new(64, 0), Err(LayoutError::SourceBits(0)));
-    assert_eq!(Layout::new(64, 23), Err(LayoutError::SourceBits(23)));
-    assert!(Layout::new(64, 22).is_ok());
+    assert_eq!(Layout::new(64, 22), Err(LayoutError::SourceBits(22)));
+    assert!(Layout::new(64, 21).is_ok());
+    // 16 source bits (the job's minimum) need 59 matched bits.
+    assert_eq!(Layout::new(58, 16), Err(LayoutError::SourceBits(16)));
+    assert_eq!(Layout::new(59, 16).unwrap().context_bits(), 8);
     assert_eq!(
         Layout::new(40, 1).unwrap_err().to_string(),
-        "the provider matches 40 tag bits; the MPI envelope needs at least 43"
+        "the provider matches 40 tag bits; the MPI envelope needs at least 44"
     );
 }
 
@@ -183,6 +205,10 @@ fn wildcard_receives_ignore_exactly_their_fields() {
         l.rndv() & (l.sync() | l.ack() | crate::btl::ofi::link::BTL_TAG),
         0
     );
+    assert_eq!(
+        l.mark() & (l.sync() | l.ack() | l.rndv() | crate::btl::ofi::link::BTL_TAG),
+        0
+    );
     // Acknowledgements match only their own exact receive, never a wildcard receive.
     let a = l.ack_send(&env(5, 3, 9), 2).unwrap();
     for p in [exact, any_src, any_tag, any] {
@@ -199,9 +225,103 @@ fn wildcard_receives_ignore_exactly_their_fields() {
     );
     assert_eq!(
         any.ignore,
-        l.sync() | l.rndv() | ((1 << (16 + TAG_BITS)) - 1)
+        l.sync() | l.rndv() | ((1 << (16 + 1 + TAG_BITS)) - 1)
     );
-    assert_eq!(exact.ignore, l.sync() | l.rndv());
+    assert_eq!(exact.ignore, l.sync() | l.rndv() | l.mark());
+}
+
+/// A marked message (the engine's `TAG_MARK`: the collectives' error markers and length
+/// headers) through the provider's matching (the in-process model): every kind of receive
+/// of its tag takes it as one of that tag (exact, any source, any tag, fully wild; posted
+/// before it arrives or after), in send order with the unmarked messages of that tag, and
+/// never a receive of another tag or communicator; its completion's status shows
+/// `TAG_MARK` on the tag, an unmarked message's does not, whatever their lengths (a
+/// one-byte marker and one byte of data alike). A synchronous marked send is acknowledged
+/// as any other, and a marked rendezvous request keeps its mark.
+#[test]
+fn a_marked_message_arrives_marked_and_matching_ignores_the_mark() {
+    let l = layout();
+    let mark = crate::TAG_MARK;
+    const CTX: u32 = (1 << 31) | 4;
+    let from = 2u32;
+    let wants = [
+        (Some(from), Some(7)),
+        (None, Some(7)),
+        (Some(from), None),
+        (None, None),
+    ];
+    for (k, &(src, tag)) in wants.iter().enumerate() {
+        let pat = l.recv(CTX, src, tag).unwrap();
+        for posted_first in [false, true] {
+            let mut ep = FakeTagged::new();
+            // Sender 2's messages of tag 7, in this order: unmarked, marked, marked and
+            // 32 bytes long, unmarked; each numbered by its first 8 bytes (one-byte ones
+            // by their only byte).
+            let sent = [(false, 1usize), (true, 1), (true, 32), (false, 1)];
+            let data = |i: usize, n: usize| {
+                let mut d = (i as u64).to_le_bytes().to_vec();
+                d.resize(n, 0xee);
+                d
+            };
+            // A receive of another tag and one of another communicator, posted first,
+            // take none of them.
+            let other_tag = l.recv(CTX, Some(from), Some(8)).unwrap();
+            let other_comm = l.recv(CTX & !(1 << 31), src, tag).unwrap();
+            ep.recv(100, Some(from), other_tag, 64);
+            ep.recv(101, src, other_comm, 64);
+            if posted_first {
+                for i in 0..sent.len() {
+                    ep.recv(i as u64, src, pat, 64);
+                }
+            }
+            for (i, &(marked, n)) in sent.iter().enumerate() {
+                let t = if marked { 7 | mark } else { 7 };
+                let bits = l.send(&env(CTX, from, t), false).unwrap();
+                assert_eq!(bits & l.mark() != 0, marked);
+                ep.arrive(from, bits, &data(i, n));
+            }
+            if !posted_first {
+                for i in 0..sent.len() {
+                    ep.recv(i as u64, src, pat, 64);
+                }
+            }
+            assert_eq!((ep.posted(), ep.unexpected()), (2, 0), "case {k}");
+            let order: Vec<u64> = ep.matches.iter().map(|m| m.0).collect();
+            assert_eq!(order, [0, 1, 2, 3], "case {k}: matched in send order");
+            for c in ep.completions(k as u64 + 1) {
+                let (marked, n) = sent[c.id as usize];
+                let st = RecvEnd::read(&l, c.cq).status(|_| false);
+                let want = if marked { 7 | mark } else { 7 };
+                assert_eq!(
+                    (st.source, st.tag, st.count, st.error),
+                    (Some(from), Some(want), n, None),
+                    "case {k}, message {}",
+                    c.id
+                );
+                assert_eq!(st.tag.unwrap() & mark != 0, marked);
+                assert_eq!(st.tag.unwrap() & !mark, 7, "the tag under the mark");
+                assert_eq!(c.data[0], c.id as u8);
+            }
+        }
+    }
+    // A synchronous marked send: matched by a receive of its tag, acknowledged to the
+    // sender's exact receive of that acknowledgement.
+    let mut sender = FakeTagged::new();
+    let mut receiver = FakeTagged::new();
+    let e = env(CTX, from, 3 | mark);
+    sender.recv(0, Some(1), l.ack_recv(&e, 1).unwrap(), 0);
+    receiver.arrive(from, l.send(&e, true).unwrap(), &[0]);
+    receiver.recv(0, Some(from), l.recv(CTX, Some(from), Some(3)).unwrap(), 1);
+    let c = receiver.completions(0);
+    let end = RecvEnd::read(&l, c[0].cq);
+    assert_eq!(end.status(|_| false).tag, Some(3 | mark));
+    let (got, to) = end.ack_owed().unwrap();
+    sender.arrive(1, l.ack_send(&got, 1).unwrap(), &[]);
+    assert_eq!(to, from);
+    assert_eq!(sender.completions(0).len(), 1, "acknowledged");
+    // A rendezvous request keeps the mark of the message it stands for.
+    let d = l.decode(l.send(&env(CTX, from, 9 | mark), false).unwrap() | l.rndv());
+    assert!(d.rndv && d.env.tag == 9 | mark);
 }
 
 #[test]
