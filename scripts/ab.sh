@@ -15,6 +15,9 @@
 #            timed with clock=span as the collectives matrix does (OPTS may override it)
 #   SAMPLES  samples per (test, size) (default 11); BUDGET seconds per (test, size) (default 0.6)
 #   RAW=1    also print every launch's RESULT medians
+#   NEARSPLIT=NS  split near launches by their probes: near1 (all below NS ns, e.g. 75: the
+#            ~55 ns class of vCPU pairs) and near2 (the rest below 200 ns, the ~100 ns class);
+#            Open MPI leads at 1-2 KiB latency in the second class only (session 47)
 #
 # Needs a harness build (`cargo xtask bench` once, any mode): target/oxmpi-bench/build holds
 # oxbench_oxmpi (run on every label's libmpi through LD_LIBRARY_PATH), oxbench_ompi,
@@ -76,9 +79,10 @@ for ((round = 0; round < rounds; round++)); do
             echo "ab.sh: round $round $name failed" >&2
     done
 done
-python3 - "$out" "${RAW:-0}" "${labels[@]}" <<'EOF'
+python3 - "$out" "${RAW:-0}" "${NEARSPLIT:-0}" "${labels[@]}" <<'EOF'
 import collections, statistics, sys
-path, raw, labels = sys.argv[1], sys.argv[2] == "1", [l.split("=")[0] for l in sys.argv[3:]]
+path, raw, split = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3])
+labels = [l.split("=")[0] for l in sys.argv[4:]]
 d, units = collections.defaultdict(list), {}
 for line in open(path):
     f = line.split()
@@ -86,6 +90,8 @@ for line in open(path):
     kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
     probes = [float(x) for x in kv.get("probe", "").split(";") if x]
     place = "?" if not probes else "near" if max(probes) < 200 else "far" if min(probes) >= 200 else "mixed"
+    if place == "near" and split > 0:
+        place = "near1" if max(probes) < split else "near2"
     key = (kv["test"], int(kv["size"]), place)
     d[key + (label,)].append(float(kv["median"]))
     units[kv["test"]] = kv["unit"]
