@@ -195,6 +195,7 @@ mod tests {
                 "osc_pt2pt_handoff_max",
                 "dpm_connect_timeout",
                 "dpm_exchange_timeout",
+                "mpi_max_context_ids",
                 "io_base_verbose",
             ]
         );
