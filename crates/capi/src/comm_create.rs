@@ -150,15 +150,7 @@ impl IdupJob {
                 xfer(eng, ctx, None, Some(0), tag)
             }
         };
-        let mut and = |mask: Vec<u64>| -> MpiResult<Vec<u64>> {
-            mask.iter()
-                .map(|&w| {
-                    let lo = round(w as u32, |a, b| a & b)?;
-                    let hi = round((w >> 32) as u32, |a, b| a & b)?;
-                    Ok(u64::from(hi) << 32 | u64::from(lo))
-                })
-                .collect()
-        };
+        let mut and = |mask: Vec<u64>| and_masks(&round, &mask);
         let agreed = crate::comm::agree_ctx_by(
             |v| round(v, u32::max),
             Some(&mut and),
@@ -303,15 +295,7 @@ mpi_fn! {
                 xfer(eng, ctx, None, Some(leader), t)
             }
         };
-        let mut and = |mask: Vec<u64>| -> MpiResult<Vec<u64>> {
-            mask.iter()
-                .map(|&w| {
-                    let lo = round(w as u32, |a, b| a & b)?;
-                    let hi = round((w >> 32) as u32, |a, b| a & b)?;
-                    Ok(u64::from(hi) << 32 | u64::from(lo))
-                })
-                .collect()
-        };
+        let mut and = |mask: Vec<u64>| and_masks(&round, &mask);
         let agreed = crate::comm::agree_ctx_by(
             |v| round(v, u32::max),
             Some(&mut and),
@@ -321,4 +305,20 @@ mpi_fn! {
         let h = crate::comm::make::make_comm(comm, agreed, members)?;
         out(newcomm, h, "newcomm")
     }
+}
+
+/// The bitwise AND over every member of each member's mask of free context-id pairs,
+/// through `round` (one exchange that combines every member's `u32` with its `pick`), half a
+/// word at a time.
+fn and_masks(
+    round: &impl Fn(u32, fn(u32, u32) -> u32) -> MpiResult<u32>,
+    mask: &[u64],
+) -> MpiResult<Vec<u64>> {
+    mask.iter()
+        .map(|&w| {
+            let lo = round(w as u32, |a, b| a & b)?;
+            let hi = round((w >> 32) as u32, |a, b| a & b)?;
+            Ok(u64::from(hi) << 32 | u64::from(lo))
+        })
+        .collect()
 }

@@ -231,6 +231,19 @@ fn collectives_and_p2p_over_ofi() {
 /// Runs `exe` on `n` ranks under `pml cm` with the btl list `btl` on provider `prov`
 /// (`pml_base_verbose` 10).
 fn run_cm(exe: &Path, n: usize, btl: &str, prov: &str) -> Output {
+    run_cm_with(exe, n, btl, prov, &[], &[])
+}
+
+/// [`run_cm`] with more mpirun options `opts` (before the others) and the program's
+/// arguments `prog_args`.
+fn run_cm_with(
+    exe: &Path,
+    n: usize,
+    btl: &str,
+    prov: &str,
+    opts: &[&str],
+    prog_args: &[&str],
+) -> Output {
     let n_s = n.to_string();
     let args = [
         "--mca",
@@ -245,8 +258,9 @@ fn run_cm(exe: &Path, n: usize, btl: &str, prov: &str) -> Output {
         "-n",
         &n_s,
     ];
-    let mut argv: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    let mut argv: Vec<&OsStr> = opts.iter().chain(&args).map(OsStr::new).collect();
     argv.push(exe.as_os_str());
+    argv.extend(prog_args.iter().map(OsStr::new));
     mpirun(&argv, &[("FI_PROVIDER", OsStr::new(prov))])
 }
 
@@ -320,28 +334,14 @@ fn pml_cm_carries_the_collectives_marks() {
             (3, "magic"),
             (4, "magic"),
         ] {
-            let n_s = n.to_string();
-            let args = [
-                "--timeout",
-                "170",
-                "--mca",
-                "pml",
-                "cm",
-                "--mca",
-                "btl",
+            let out = run_cm_with(
+                &exe,
+                n,
                 "self,ofi",
-                "--mca",
-                "coll_sm_enable",
-                "0",
-                "--mca",
-                "pml_base_verbose",
-                "10",
-                "-n",
-                &n_s,
-            ];
-            let mut argv: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-            argv.extend([exe.as_os_str(), OsStr::new(part)]);
-            let out = mpirun(&argv, &[("FI_PROVIDER", OsStr::new(prov))]);
+                prov,
+                &["--timeout", "170", "--mca", "coll_sm_enable", "0"],
+                &[part],
+            );
             let what = format!("coll_errcounts {part} on {n} ranks under pml cm over {prov}");
             success(&out, &what);
             let stdout = String::from_utf8_lossy(&out.stdout);
