@@ -306,8 +306,7 @@ pub(crate) fn free(h: c_int) -> MpiResult {
     // A failing delete callback leaves the communicator in place (its handler decides).
     delete_all_attrs(h)?;
     crate::topo::table::forget(h);
-    // An intercommunicator holds two pairs of ids (its contexts, its local group's).
-    let span = if crate::intercomm::is_inter(h) { 4 } else { 2 };
+    let inter = crate::intercomm::is_inter(h);
     crate::intercomm::forget(h)?;
     let c = lock().comms.remove(h);
     if let Some(c) = c {
@@ -318,8 +317,8 @@ pub(crate) fn free(h: c_int) -> MpiResult {
         // An intercommunicator's ids stay taken: with them reused, `inter.c` (np 4) hangs
         // in the nonblocking collectives of an intercommunicator's dup that took the ids
         // of a dup freed just before (a message of the freed one, not yet found).
-        if ctx >= crate::ctxid::FIRST && span == 2 {
-            ctx::release(ctx, span)?;
+        if ctx >= crate::ctxid::FIRST && !inter {
+            ctx::release(ctx, 2)?;
         }
     }
     Ok(())
@@ -561,9 +560,7 @@ impl Internal {
                 let all = self.allgather_i64(&words)?;
                 let mut and = mask;
                 for theirs in all.chunks_exact(and.len().max(1)) {
-                    for (a, &w) in and.iter_mut().zip(theirs) {
-                        *a &= w as u64;
-                    }
+                    crate::ctxid::and_into(&mut and, theirs.iter().map(|&w| w as u64));
                 }
                 Ok(and)
             }),
@@ -613,15 +610,28 @@ pub(crate) fn agree_ctx_span(
                 None => Err(ctx::exhausted(limit, span)),
             };
         }
-        let ok = lock().ids.reserve(agreed, span);
-        if all(ok)? {
+        if reserve_at_all(agreed, span, &mut all)? {
             return Ok(agreed);
-        }
-        if ok {
-            lock().ids.release(agreed, span);
         }
         floor = agreed + span;
     }
+}
+
+/// Reserves the `span` ids from `ctx` here if they are free and tells, through `all`,
+/// whether every member could: if not, a reservation made here is released again.
+fn reserve_at_all(
+    ctx: u32,
+    span: u32,
+    all: &mut impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<bool> {
+    let ok = lock().ids.reserve(ctx, span);
+    if all(ok)? {
+        return Ok(true);
+    }
+    if ok {
+        lock().ids.release(ctx, span);
+    }
+    Ok(false)
 }
 
 /// [`agree_ctx_span`] once the ids above every member's have run out: the lowest `span`
@@ -642,12 +652,8 @@ fn agree_by_mask(
         let Some(ctx) = crate::ctxid::pick(&common, span) else {
             return Err(ctx::exhausted(limit, span));
         };
-        let ok = lock().ids.reserve(ctx, span);
-        if all(ok)? {
+        if reserve_at_all(ctx, span, &mut all)? {
             return Ok(ctx);
-        }
-        if ok {
-            lock().ids.release(ctx, span);
         }
         floor = ctx + span;
     }

@@ -139,6 +139,13 @@ impl Ids {
     }
 }
 
+/// ANDs the words of another member's mask ([`Ids::free_mask`]) into `acc`.
+pub(crate) fn and_into(acc: &mut [u64], other: impl IntoIterator<Item = u64>) {
+    for (a, w) in acc.iter_mut().zip(other) {
+        *a &= w;
+    }
+}
+
 /// Pairs of ids from [`FIRST`] below `limit`.
 fn pairs_below(limit: u32) -> u32 {
     limit.saturating_sub(FIRST) / PAIR
@@ -167,9 +174,7 @@ mod tests {
     fn and(ms: &[Vec<u64>]) -> Vec<u64> {
         let mut out = ms[0].clone();
         for m in &ms[1..] {
-            for (o, w) in out.iter_mut().zip(m) {
-                *o &= w;
-            }
+            and_into(&mut out, m.iter().copied());
         }
         out
     }

@@ -408,7 +408,7 @@ impl State {
     /// ([`Datatype::type_objs`], for [`register`]): its object if it is derived, nothing if
     /// it is predefined. One lookup, where [`register`] looking it up again by handle
     /// cost a dup or resize of a derived type ~100 instructions.
-    pub fn old_type(&self, h: c_int) -> MpiResult<(&Arc<Datatype>, Vec<Arc<Datatype>>)> {
+    pub fn old_type(&self, h: c_int) -> MpiResult<(&Arc<Datatype>, Objs)> {
         if let Some(t) = self.types.get(h) {
             return Ok((t, vec![Arc::clone(t)]));
         }
@@ -804,7 +804,7 @@ pub(crate) fn register(
     ints: Vec<c_int>,
     aints: Vec<isize>,
     types: Vec<c_int>,
-    objs: Vec<Arc<Datatype>>,
+    objs: Objs,
     newtype: *mut c_int,
 ) -> MpiResult {
     debug_assert!(objs.is_empty() || objs.len() == types.len());
@@ -893,7 +893,7 @@ impl Envelope {
         st: &mut State,
         mut t: Datatype,
         combiner: c_int,
-        (types, objs): (Vec<c_int>, Vec<Arc<Datatype>>),
+        (types, objs): (Vec<c_int>, Objs),
         newtype: *mut c_int,
     ) -> MpiResult {
         t.counts = self.counts;

@@ -550,11 +550,9 @@ impl State {
                 if rma && n > 0 && self.rma_pull(rid, peer, sreq, buf, n) {
                     return;
                 }
+                // The clock read where `auto` chose the pipelined or the cooperative copy
+                // (0: none): the transfer's measurement starts there.
                 let mut since = 0;
-                // The clock read where `auto` chose a cooperative copy: its measurement
-                // starts there, as the single copy's and the pipeline's do (one clock read
-                // fewer a receive).
-                let mut chose_at = None;
                 let p = peer as usize;
                 let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
                 let single_copy = self.single_copy;
@@ -619,7 +617,7 @@ impl State {
                                 Mech::Pipe
                             }
                             How::Coop => {
-                                chose_at = Some(now);
+                                since = now;
                                 Mech::Coop
                             }
                             How::Pipe => {
@@ -630,18 +628,14 @@ impl State {
                     }
                     SingleCopy::Auto if coop_ok => {
                         let now = self.now_ns();
-                        let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
-                        if m == Mech::Pipe {
-                            since = now;
-                        } else {
-                            chose_at = Some(now);
-                        }
-                        m
+                        since = now;
+                        self.peers[p].chooser[coop::size_class(n)].choose(now)
                     }
                     _ => Mech::Pipe,
                 };
                 if how == Mech::Coop {
-                    if self.coop_recv(peer, sreq, addr, buf, n, rid, chose_at) {
+                    if self.coop_recv(peer, sreq, addr, buf, n, rid, (since != 0).then_some(since))
+                    {
                         self.copy_chosen(p, CopyMech::Coop, n);
                         return;
                     }
