@@ -219,7 +219,6 @@
 //! | `btl_sm_single_copy_mechanism` | `auto` | `auto`, `coop`, `cma` or `none` |
 //! | `btl_sm_coop_min_size` | 16k | smallest message for the cooperative copy |
 //! | `btl_sm_coop_chunk_size` | 32k | unit of the cooperative copy's claims |
-//! | `btl_sm_rts_edge_max` | 64k | largest rendezvous message whose request-to-send carries its buffer's partial first or last page (0: never) |
 //! | `mpi_yield_when_idle` | false | yield while waiting |
 //! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |
 //!

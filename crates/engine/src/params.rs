@@ -166,7 +166,6 @@ mod tests {
                 "btl_sm_single_copy_mechanism",
                 "btl_sm_coop_min_size",
                 "btl_sm_coop_chunk_size",
-                "btl_sm_rts_edge_max",
                 "btl_tcp_if_include",
                 "btl_tcp_if_exclude",
                 "btl_tcp_port_min_v4",

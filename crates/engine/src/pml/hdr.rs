@@ -37,9 +37,6 @@ pub(crate) const F_RMA: u8 = 16;
 /// transfer down); set by the link on receipt, never sent. Such a transfer does not feed
 /// the one-way [`Chooser`](crate::btl::sm::coop::Chooser).
 pub(crate) const F_COLD: u8 = 32;
-/// An RTS whose payload (an *edge*, see `crate::pml::send::rts_edge`) is the last bytes of
-/// the message; without it, a payload is the first bytes.
-pub(crate) const F_TAIL: u8 = 64;
 
 /// Header in front of every record (40 bytes; the sm link sends a standard eager record with
 /// only the first 16, see `crate::btl::sm::link::SHORT_HDR`).
@@ -48,13 +45,6 @@ pub(crate) const F_TAIL: u8 = 64;
 /// |---|---|---|---|---|
 /// | EAGER | envelope | - | sender request (sync) | - |
 /// | RTS | envelope | total bytes | sender request | sender buffer address (CMA, RMA) |
-///
-/// An RTS with [`F_CMA`] may carry a payload: a copy of the message's first bytes, or its
-/// last ones with [`F_TAIL`] (the send buffer's partial first or last page), which a
-/// receiver reading the message alone takes from the record instead of its read.
-///
-/// | kind | ctx/src/tag | a | b | c |
-/// |---|---|---|---|---|
 /// | CTS | - | bytes wanted | sender request | receiver request |
 /// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
 /// | DATA | - | offset | - | receiver request |

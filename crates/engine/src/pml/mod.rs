@@ -96,9 +96,6 @@ pub(crate) struct State {
     pub(crate) rndv_sends_all: u32,
     /// Bytes per chunk of the cooperative copy.
     pub(crate) coop_chunk: usize,
-    /// Largest rendezvous message whose request-to-send carries an edge of the send
-    /// buffer (`btl_sm_rts_edge_max`, see [`send::rts_edge`]).
-    pub(crate) rts_edge_max: usize,
     /// Rendezvous messages matched by a receive as it was posted whose copy is chosen at
     /// the next progress pass instead ([`State::defers`]).
     pub(crate) deferred: Vec<(u64, Envelope, Msg)>,
@@ -182,7 +179,6 @@ impl State {
             coop_min: sm.coop_min,
             rndv_sends_all: 0,
             coop_chunk: sm.coop_chunk,
-            rts_edge_max: sm.rts_edge_max,
             deferred: Vec::new(),
             clock: std::time::Instant::now(),
             finalized: false,

@@ -11,9 +11,7 @@ use crate::btl::sm::params::SingleCopy;
 use crate::btl::sm::two_way::Sample;
 use crate::btl::BTL;
 use crate::mem::copy;
-use crate::pml::hdr::{
-    Hdr, F_CMA, F_COLD, F_RMA, F_SYNC, F_TAIL, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS,
-};
+use crate::pml::hdr::{Hdr, F_CMA, F_COLD, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
@@ -39,8 +37,6 @@ pub(crate) enum Msg {
         cma: bool,
         /// The sender's link offers the buffer for a remote read ([`super::hdr::F_RMA`]).
         rma: bool,
-        /// What the request-to-send carried of the message (an edge of the send buffer).
-        carried: Carried,
     },
     /// A large or synchronous send to ourselves: the sender's buffer, copied at match time.
     Local {
@@ -58,25 +54,6 @@ impl Msg {
             Msg::Local { len, .. } => *len,
         }
     }
-}
-
-/// Bytes of a rendezvous message that its request-to-send carried (an edge of the send
-/// buffer, see [`super::send::rts_edge`]): `data` holds the message's bytes from offset `at`.
-/// A receiver that reads the message alone takes them from here and reads only the rest.
-#[derive(Debug, Default)]
-pub(crate) struct Carried {
-    pub(crate) at: usize,
-    pub(crate) data: Vec<u8>,
-}
-
-/// The request-to-send of a matched rendezvous message (see [`Msg::Rts`]).
-#[derive(Clone, Copy, Debug)]
-struct Rts {
-    peer: i32,
-    sreq: u64,
-    addr: u64,
-    cma: bool,
-    rma: bool,
 }
 
 /// Where a blocking receive may take its message directly from (see [`State::recv_direct`]).
@@ -563,159 +540,129 @@ impl State {
                 addr,
                 cma,
                 rma,
-                carried,
                 ..
             } => {
-                let rts = Rts {
-                    peer,
-                    sreq,
-                    addr,
-                    cma,
-                    rma,
-                };
-                self.deliver_rts(rid, buf, n, rts, &carried);
-                self.eager_recycle(carried.data);
-            }
-        }
-    }
-
-    /// Delivers the matched rendezvous message `rts` (`n` bytes to copy, `carried` the
-    /// bytes its request-to-send carried) to receive request `rid`, whose buffer is `buf`.
-    fn deliver_rts(&mut self, rid: u64, buf: *mut u8, n: usize, rts: Rts, carried: &Carried) {
-        let Rts {
-            peer,
-            sreq,
-            addr,
-            cma,
-            rma,
-        } = rts;
-        if self.peers[peer as usize].dead {
-            // The data can no longer come.
-            self.fail(rid, ErrorClass::ProcFailed);
-            return;
-        }
-        if rma && n > 0 && self.rma_pull(rid, peer, sreq, buf, n) {
-            return;
-        }
-        // The clock read where `auto` chose the pipelined or the cooperative copy
-        // (0: none): the transfer's measurement starts there.
-        let mut since = 0;
-        let p = peer as usize;
-        let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
-        let single_copy = self.single_copy;
-        let auto = single_copy == SingleCopy::Auto && cma && self.cma && n > 0;
-        // Both directions busy: the choice is between the pipelined copy and our
-        // single copy alone (the sender's help would take its CPU from its own
-        // receives), for every rendezvous size, by their rates in this traffic.
-        let both_ways = auto && self.sending_rndv_to(peer);
-        let how = match single_copy {
-            _ if !(cma && self.cma && n > 0) => Mech::Pipe,
-            SingleCopy::Cma if self.pull(rid, peer, sreq, buf, addr, n, carried) => return,
-            SingleCopy::Coop if coop_ok => Mech::Coop,
-            SingleCopy::Auto if both_ways => {
-                let now = self.now_ns();
-                if self.peers[p].choose_two_way(p, n, now) == Mech::Coop
-                    && self.pull(rid, peer, sreq, buf, addr, n, carried)
-                {
-                    oxmpi_base::verbose!(
-                        BTL,
-                        60,
-                        "sm: received {n} B from rank {peer}: single copy by the \
-                         receiver alone (both directions busy)"
-                    );
-                    let end = self.now_ns();
-                    let start = now.max(self.peers[p].last_end);
-                    let s = Sample::Timed {
-                        m: Mech::Coop,
-                        n,
-                        start,
-                        end,
-                    };
-                    let sending = self.sending_rndv_to(peer);
-                    self.peers[p].ended_two_way(p, s, sending);
+                if self.peers[peer as usize].dead {
+                    // The data can no longer come.
+                    self.fail(rid, ErrorClass::ProcFailed);
                     return;
                 }
-                // (Also when the kernel refused the single copy: the pipelined
-                // transfer then ends the receive's part of the period.)
-                since = now;
-                Mech::Pipe
-            }
-            // Below 64 KiB a stream one way is judged by its periods, a
-            // ping-pong per message (`one_way`).
-            SingleCopy::Auto if coop_ok && one_way::by_period(n) => {
-                let now = self.now_ns();
-                match self.peers[p].choose_one_way(p, n, now) {
-                    How::Read if self.pull(rid, peer, sreq, buf, addr, n, carried) => {
-                        oxmpi_base::verbose!(
-                            BTL,
-                            60,
-                            "sm: received {n} B from rank {peer}: single copy by the \
-                             receiver alone (a stream one way)"
-                        );
-                        let end = self.now_ns();
-                        let sends = self.sending_rndv();
-                        self.peers[p].ended_one_way(Mech::Coop, n, Some(now), end, sends);
+                if rma && n > 0 && self.rma_pull(rid, peer, sreq, buf, n) {
+                    return;
+                }
+                // The clock read where `auto` chose the pipelined or the cooperative copy
+                // (0: none): the transfer's measurement starts there.
+                let mut since = 0;
+                let p = peer as usize;
+                let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
+                let single_copy = self.single_copy;
+                let auto = single_copy == SingleCopy::Auto && cma && self.cma && n > 0;
+                // Both directions busy: the choice is between the pipelined copy and our
+                // single copy alone (the sender's help would take its CPU from its own
+                // receives), for every rendezvous size, by their rates in this traffic.
+                let both_ways = auto && self.sending_rndv_to(peer);
+                let how = match single_copy {
+                    _ if !(cma && self.cma && n > 0) => Mech::Pipe,
+                    SingleCopy::Cma if self.pull(rid, peer, sreq, buf, addr, n) => return,
+                    SingleCopy::Coop if coop_ok => Mech::Coop,
+                    SingleCopy::Auto if both_ways => {
+                        let now = self.now_ns();
+                        if self.peers[p].choose_two_way(p, n, now) == Mech::Coop
+                            && self.pull(rid, peer, sreq, buf, addr, n)
+                        {
+                            oxmpi_base::verbose!(
+                                BTL,
+                                60,
+                                "sm: received {n} B from rank {peer}: single copy by the \
+                                 receiver alone (both directions busy)"
+                            );
+                            let end = self.now_ns();
+                            let start = now.max(self.peers[p].last_end);
+                            let s = Sample::Timed {
+                                m: Mech::Coop,
+                                n,
+                                start,
+                                end,
+                            };
+                            let sending = self.sending_rndv_to(peer);
+                            self.peers[p].ended_two_way(p, s, sending);
+                            return;
+                        }
+                        // (Also when the kernel refused the single copy: the pipelined
+                        // transfer then ends the receive's part of the period.)
+                        since = now;
+                        Mech::Pipe
+                    }
+                    // Below 64 KiB a stream one way is judged by its periods, a
+                    // ping-pong per message (`one_way`).
+                    SingleCopy::Auto if coop_ok && one_way::by_period(n) => {
+                        let now = self.now_ns();
+                        match self.peers[p].choose_one_way(p, n, now) {
+                            How::Read if self.pull(rid, peer, sreq, buf, addr, n) => {
+                                oxmpi_base::verbose!(
+                                    BTL,
+                                    60,
+                                    "sm: received {n} B from rank {peer}: single copy by the \
+                                     receiver alone (a stream one way)"
+                                );
+                                let end = self.now_ns();
+                                let sends = self.sending_rndv();
+                                self.peers[p].ended_one_way(Mech::Coop, n, Some(now), end, sends);
+                                return;
+                            }
+                            How::Read => {
+                                // The kernel refused: no single copy from now on, and this
+                                // transfer measures nothing.
+                                self.peers[p].ended_one_way(Mech::Pipe, n, None, now, false);
+                                Mech::Pipe
+                            }
+                            How::Coop => {
+                                since = now;
+                                Mech::Coop
+                            }
+                            How::Pipe => {
+                                since = now;
+                                Mech::Pipe
+                            }
+                        }
+                    }
+                    SingleCopy::Auto if coop_ok => {
+                        let now = self.now_ns();
+                        since = now;
+                        self.peers[p].chooser[coop::size_class(n)].choose(now)
+                    }
+                    _ => Mech::Pipe,
+                };
+                if how == Mech::Coop {
+                    if self.coop_recv(peer, sreq, addr, buf, n, rid, (since != 0).then_some(since))
+                    {
+                        self.copy_chosen(p, CopyMech::Coop, n);
                         return;
                     }
-                    How::Read => {
-                        // The kernel refused: no single copy from now on, and this
-                        // transfer measures nothing.
+                    if self.one_way_chosen(n) {
+                        // Refused by the kernel: the period's transfer measures nothing.
+                        let now = self.now_ns();
                         self.peers[p].ended_one_way(Mech::Pipe, n, None, now, false);
-                        Mech::Pipe
                     }
-                    How::Coop => {
-                        since = now;
-                        Mech::Coop
-                    }
-                    How::Pipe => {
-                        since = now;
-                        Mech::Pipe
-                    }
+                    since = 0;
                 }
+                if n == 0 {
+                    self.finish(rid);
+                } else {
+                    self.copy_chosen(p, CopyMech::Pipelined, n);
+                    self.reqs.get_mut(rid).expect("request exists").state = ReqState::Data {
+                        buf,
+                        want: n,
+                        got: 0,
+                        peer,
+                        since,
+                        both_ways,
+                        cold: false,
+                    };
+                }
+                self.ctrl(peer, K_CTS, n as u64, sreq, rid);
             }
-            SingleCopy::Auto if coop_ok => {
-                let now = self.now_ns();
-                since = now;
-                self.peers[p].chooser[coop::size_class(n)].choose(now)
-            }
-            _ => Mech::Pipe,
-        };
-        if how == Mech::Coop {
-            if self.coop_recv(
-                peer,
-                sreq,
-                addr,
-                buf,
-                n,
-                rid,
-                (since != 0).then_some(since),
-                carried,
-            ) {
-                self.copy_chosen(p, CopyMech::Coop, n);
-                return;
-            }
-            if self.one_way_chosen(n) {
-                // Refused by the kernel: the period's transfer measures nothing.
-                let now = self.now_ns();
-                self.peers[p].ended_one_way(Mech::Pipe, n, None, now, false);
-            }
-            since = 0;
         }
-        if n == 0 {
-            self.finish(rid);
-        } else {
-            self.copy_chosen(p, CopyMech::Pipelined, n);
-            self.reqs.get_mut(rid).expect("request exists").state = ReqState::Data {
-                buf,
-                want: n,
-                got: 0,
-                peer,
-                since,
-                both_ways,
-                cold: false,
-            };
-        }
-        self.ctrl(peer, K_CTS, n as u64, sreq, rid);
     }
 
     pub(crate) fn deliver_eager_direct(
@@ -820,19 +767,6 @@ impl State {
             let data = unsafe { self.eager_copy(payload, plen) };
             Msg::Eager { data, ack }
         } else {
-            let carried = if plen > 0 && hdr.flags & F_CMA != 0 {
-                Carried {
-                    at: if hdr.flags & F_TAIL != 0 {
-                        total.saturating_sub(plen)
-                    } else {
-                        0
-                    },
-                    // SAFETY: payload has plen readable bytes in the record.
-                    data: unsafe { self.eager_copy(payload, plen) },
-                }
-            } else {
-                Carried::default()
-            };
             let msg = Msg::Rts {
                 peer,
                 total: hdr.a,
@@ -840,7 +774,6 @@ impl State {
                 addr: hdr.c,
                 cma: hdr.flags & F_CMA != 0,
                 rma: hdr.flags & F_RMA != 0,
-                carried,
             };
             if let Some(rid) = self.matcher.match_arrival(env) {
                 self.deliver(rid, env, msg);

@@ -7,7 +7,7 @@ use super::recv::{Ack, Msg};
 use super::request::{empty_status, ReqState, Started};
 use super::State;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, F_TAIL, K_EAGER, K_RTS};
+use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_EAGER, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, SendMode, Status, PROC_NULL, TAG_UB};
 
@@ -242,8 +242,7 @@ impl State {
             b: id,
             ..Hdr::default()
         };
-        let eager = len <= self.eager_limit.min(max_payload);
-        let item = if eager {
+        let item = if len <= self.eager_limit.min(max_payload) {
             hdr.kind = K_EAGER;
             if sync {
                 hdr.flags = F_SYNC;
@@ -263,24 +262,7 @@ impl State {
             } else if peer.rma_read {
                 hdr.flags = F_RMA;
             }
-            match rts_edge(ptr as usize, len, self.rts_edge_max).filter(|e| e.len <= max_payload) {
-                // Only to a peer that read our last rendezvous message alone: one that
-                // takes the pipelined copy (near CPUs under `auto`) would get the edge
-                // twice.
-                Some(edge) if single_copy && peer.reads_ours => {
-                    if edge.tail {
-                        hdr.flags |= F_TAIL;
-                    }
-                    Out::Eager {
-                        hdr,
-                        // (in the send buffer: at <= len)
-                        ptr: ptr.wrapping_add(edge.at),
-                        len: edge.len,
-                        complete: None,
-                    }
-                }
-                _ => Out::Ctrl(hdr),
-            }
+            Out::Ctrl(hdr)
         };
         // The path each message takes (trace level: one atomic load when disabled).
         oxmpi_base::verbose!(
@@ -289,36 +271,27 @@ impl State {
             "{}: send {len} B to rank {dest}: {}",
             peer.link.as_ref().map_or("?", |l| l.name()),
             match &item {
-                _ if eager => "eager",
+                Out::Eager { .. } => "eager",
                 _ if single_copy => "rendezvous, single copy offered",
                 _ if peer.rma_read => "rendezvous, remote read offered",
                 _ => "rendezvous, pipelined copy",
             }
         );
         let peer = &mut self.peers[dest as usize];
+        let eager = matches!(item, Out::Eager { .. });
         if !eager && peer.stats.rndv_sent == 0 {
             rendezvous_first(dest, len, self.eager_limit.min(max_payload), peer);
         }
         peer.stats.sent(len, eager);
-        if single_copy && !eager {
+        if single_copy && !matches!(item, Out::Eager { .. }) {
             peer.stats.single_copy_offered += 1;
         }
         // Fast path: nothing queued before it, so it may go straight into the link.
         if peer.outq.is_empty() {
-            if let (
-                Some(link),
-                Out::Eager {
-                    hdr,
-                    ptr,
-                    len,
-                    complete,
-                },
-            ) = (peer.link.as_mut(), &item)
-            {
+            if let (Some(link), Out::Eager { hdr, ptr, len, .. }) = (peer.link.as_mut(), &item) {
                 // SAFETY: the send buffer holds `len` readable bytes until completion.
                 if unsafe { link.try_send(hdr, *ptr, *len) } {
-                    // (None for a synchronous send and a request-to-send with an edge)
-                    if let Some(id) = *complete {
+                    if !sync {
                         self.complete_send(dest as usize, id);
                     }
                     return Ok(user_id);
@@ -453,58 +426,6 @@ impl State {
             });
         }
     }
-}
-
-/// Page size the edges of [`rts_edge`] are cut at.
-const PAGE: usize = 4096;
-
-/// Most bytes an edge carries: the ring's copies of more cost about what the page they
-/// spare the read costs.
-pub(crate) const EDGE_MAX: usize = 2048;
-
-/// The part of a send buffer that its request-to-send carries (see [`rts_edge`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Edge {
-    /// Offset in the message.
-    pub(crate) at: usize,
-    /// Bytes.
-    pub(crate) len: usize,
-    /// The message's last bytes (else its first ones).
-    pub(crate) tail: bool,
-}
-
-/// The edge that the request-to-send of a message of `len` bytes at address `addr`
-/// carries when it offers a single copy: the shorter of the buffer's partial first page
-/// (from `addr` to the next page boundary) and its partial last page, at most [`EDGE_MAX`]
-/// bytes, for messages of at most `max_len` bytes (`btl_sm_rts_edge_max`; the caller also
-/// keeps it within the link's payload). A receiver that reads the message alone with `process_vm_readv` then
-/// reads from a page boundary (or up to one), and the kernel pins one page fewer: 4 of a
-/// 16 KiB buffer's 5 when it starts 2 KiB into a page (NumPy's buffers do), which is most
-/// of a read's cost after the call itself. `None` for a page-aligned buffer, one inside a
-/// single page, or a longer message. (The caller also asks that the peer read its last
-/// rendezvous message from us alone: `Peer::reads_ours`.)
-pub(crate) fn rts_edge(addr: usize, len: usize, max_len: usize) -> Option<Edge> {
-    if len == 0 || len > max_len {
-        return None;
-    }
-    let head = addr.next_multiple_of(PAGE) - addr;
-    let tail = addr.wrapping_add(len) % PAGE;
-    let head = (head > 0 && head < len).then_some(Edge {
-        at: 0,
-        len: head,
-        tail: false,
-    });
-    // (`then`, not `then_some`: `len - tail` only when the tail is shorter)
-    let tail = (tail > 0 && tail < len).then(|| Edge {
-        at: len - tail,
-        len: tail,
-        tail: true,
-    });
-    [head, tail]
-        .into_iter()
-        .flatten()
-        .filter(|e| e.len <= EDGE_MAX)
-        .min_by_key(|e| e.len)
 }
 
 /// The first rendezvous send to `dest`: the tools interface's event, if a tool listens.

@@ -2,7 +2,6 @@
 //! message and the cooperative copy (receiver from the front, sender from the back, see
 //! [`coop`]).
 
-use super::recv::Carried;
 use super::request::{Req, ReqState};
 use super::stats::CopyMech;
 use super::State;
@@ -38,9 +37,8 @@ impl State {
     }
 
     /// `btl_sm_single_copy_mechanism=cma`: the receiver reads the whole matched message
-    /// alone (what its request-to-send `carried` from there, the rest at `addr`) and sends
-    /// FIN (`true`); `false` if the kernel refused (the caller asks for the pipelined copy).
-    #[allow(clippy::too_many_arguments)]
+    /// alone and sends FIN (`true`); `false` if the kernel refused (the caller asks for the
+    /// pipelined copy).
     pub(crate) fn pull(
         &mut self,
         rid: u64,
@@ -49,9 +47,8 @@ impl State {
         buf: *mut u8,
         addr: u64,
         n: usize,
-        carried: &Carried,
     ) -> bool {
-        match self.read_msg(peer, buf, addr, n, carried) {
+        match self.cma_read(peer, buf, addr, n) {
             Ok(()) => {
                 self.copy_chosen(peer as usize, CopyMech::Cma, n);
                 self.finish(rid);
@@ -127,8 +124,7 @@ impl State {
     /// if our CMA read failed: the caller then asks for the pipelined copy of the whole
     /// message (the sender has stopped claiming chunks by then, and what it still writes is
     /// the same data). The copy is measured from `chose_at`, the clock read where `auto`
-    /// chose it (the clock is read here when `None`). A message read alone takes what its
-    /// request-to-send `carried` from there.
+    /// chose it (the clock is read here when `None`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn coop_recv(
         &mut self,
@@ -139,7 +135,6 @@ impl State {
         n: usize,
         rid: u64,
         chose_at: Option<u64>,
-        carried: &Carried,
     ) -> bool {
         let p = peer as usize;
         let Some(cm) = self.peers[p].coop_rx else {
@@ -153,7 +148,7 @@ impl State {
             // a clear-to-send, so we read it alone and answer FIN at once. That spares the
             // record, the sender's round of progress for it, and the control lines' trip
             // to the sender (its claim reads them) and back (our next `open`).
-            if let Err(e) = self.read_msg(peer, buf, addr, n, carried) {
+            if let Err(e) = self.cma_read(peer, buf, addr, n) {
                 self.cma_failed(peer, &e);
                 return false;
             }
@@ -327,34 +322,6 @@ impl State {
                 }
             }
         }
-    }
-
-    /// The first `n` bytes of a rendezvous message at `addr` of `peer`'s memory into
-    /// `buf`: what its request-to-send `carried` is copied from there, the rest read (CMA:
-    /// one read, or none when the carried bytes cover it all; two only for carried bytes
-    /// in the middle, which no sender sends).
-    pub(crate) fn read_msg(
-        &self,
-        peer: i32,
-        buf: *mut u8,
-        addr: u64,
-        n: usize,
-        carried: &Carried,
-    ) -> std::io::Result<()> {
-        let e0 = carried.at.min(n);
-        let e1 = carried.at.saturating_add(carried.data.len()).min(n);
-        if e1 > e0 {
-            // SAFETY: [e0, e1) lies in buf's n bytes; carried.data holds e1 - e0 bytes
-            // from its start (e0 == carried.at here).
-            unsafe { crate::mem::copy(carried.data.as_ptr(), buf.add(e0), e1 - e0) };
-        }
-        if e0 > 0 {
-            self.cma_read(peer, buf, addr, e0)?;
-        }
-        if e1 < n {
-            self.cma_read(peer, buf.wrapping_add(e1), addr + e1 as u64, n - e1)?;
-        }
-        Ok(())
     }
 
     /// Reads `n` bytes at `addr` of `peer`'s memory into `buf` (CMA).

@@ -8,8 +8,7 @@ use crate::btl::fake::{self, WireHandle};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::Link;
 use crate::pml::hdr::{
-    Hdr, FIN_READ, F_CMA, F_TAIL, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE,
-    K_RTS,
+    Hdr, FIN_READ, F_CMA, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
 };
 use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
 
@@ -38,41 +37,20 @@ impl Net {
     /// `n` engines with `settings` whose links carry up to `capacity` records in flight
     /// each way and DATA fragments of up to `max_data` bytes.
     fn build(n: usize, capacity: usize, max_data: usize, settings: &Settings) -> Net {
-        Net::build_links(n, capacity, max_data, settings, false)
-    }
-
-    /// [`Net::build`] whose links offer single copies (`single_copy`: the engines read
-    /// and write each other's memory in this process).
-    fn build_links(
-        n: usize,
-        capacity: usize,
-        max_data: usize,
-        settings: &Settings,
-        single_copy: bool,
-    ) -> Net {
         let mut links: Vec<Vec<Option<Box<dyn Link>>>> =
             (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
         let mut wires = HashMap::new();
         for (a, b) in (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))) {
-            let (mut la, mut lb, w) = fake::pair(4096, max_data, capacity);
-            la.single_copy = single_copy;
-            lb.single_copy = single_copy;
+            let (la, lb, w) = fake::pair(4096, max_data, capacity);
             links[a][b] = Some(Box::new(la));
             links[b][a] = Some(Box::new(lb));
             wires.insert((a, b), w);
         }
-        let e: Vec<Engine> = links
+        let e = links
             .into_iter()
             .enumerate()
             .map(|(r, l)| Engine::with_links(r as i32, l, settings))
             .collect();
-        if single_copy {
-            for (r, e) in e.iter().enumerate() {
-                for p in (0..n).filter(|&p| p != r) {
-                    e.set_peer_pid(p, std::process::id() as i32);
-                }
-            }
-        }
         Net { e, wires }
     }
 
@@ -139,7 +117,6 @@ fn test_settings() -> Settings {
         single_copy: SingleCopy::None,
         coop_min: usize::MAX,
         coop_chunk: 4096,
-        rts_edge_max: 64 << 10,
     }
 }
 
@@ -801,7 +778,6 @@ fn a_runtime_eager_limit_and_per_communicator_arrivals() {
         single_copy: SingleCopy::None,
         coop_min: usize::MAX,
         coop_chunk: 4096,
-        rts_edge_max: 64 << 10,
     };
     net.e[0].apply_runtime(&lower);
     assert_eq!(net.e[0].stats().eager_limit, 64);
@@ -1828,236 +1804,5 @@ fn until_counts(e: &Engine, pollers: u32, sleepers: usize) {
             e.pollers_and_sleepers()
         );
         std::thread::yield_now();
-    }
-}
-
-/// One page, page-aligned.
-#[derive(Clone, Copy)]
-#[repr(C, align(4096))]
-struct Page([u8; 4096]);
-
-/// A page-aligned allocation of `pages` pages (so that offsets into it place a buffer
-/// exactly within its pages).
-fn pages(pages: usize) -> Vec<Page> {
-    vec![Page([0u8; 4096]); pages]
-}
-
-/// The bytes of `p`, starting at `off`, `n` of them.
-fn at(p: &mut [Page], off: usize, n: usize) -> &mut [u8] {
-    // SAFETY: `Page` is `repr(C)` around its bytes (no padding: 4096 bytes, align 4096);
-    // off + n is checked by the slicing.
-    let all =
-        unsafe { std::slice::from_raw_parts_mut(p.as_mut_ptr().cast::<u8>(), p.len() * 4096) };
-    &mut all[off..off + n]
-}
-
-/// Which part of a send buffer its request-to-send carries: the shorter partial page (at
-/// most 2 KiB), for messages up to the limit; nothing for an aligned buffer, one inside a
-/// page, or edges too long.
-#[test]
-fn a_request_to_send_carries_the_shorter_partial_page() {
-    use crate::pml::send::{rts_edge, Edge};
-    let base = 1 << 20; // page-aligned address
-    let head = |len| Edge {
-        at: 0,
-        len,
-        tail: false,
-    };
-    // NumPy's 16 KiB buffers start 2064-2144 B into a page.
-    assert_eq!(rts_edge(base + 2064, 16384, 65536), Some(head(2032)));
-    assert_eq!(
-        rts_edge(base + 2144, 16384, 65536),
-        Some(head(1952)),
-        "head 1952 < tail 2144"
-    );
-    assert_eq!(
-        rts_edge(base + 1000, 16384, 65536),
-        Some(Edge {
-            at: 16384 - 1000,
-            len: 1000,
-            tail: true
-        })
-    );
-    // A tail exactly at a page end is no tail; the head is taken.
-    assert_eq!(
-        rts_edge(base + 3000, 16384 - 3000 + 4096, 65536),
-        Some(head(1096))
-    );
-    assert_eq!(rts_edge(base, 16384, 65536), None, "aligned");
-    assert_eq!(rts_edge(base + 64, 3000, 65536), None, "inside one page");
-    assert_eq!(
-        rts_edge(base + 1000, 10000, 65536),
-        None,
-        "both edges above 2 KiB"
-    );
-    assert_eq!(rts_edge(base + 2064, 65537, 65536), None, "above the limit");
-    assert_eq!(rts_edge(base + 2064, 16384, 0), None, "limit 0: never");
-    assert_eq!(rts_edge(base + 2064, 0, 65536), None, "zero bytes");
-}
-
-/// Rank 1's request-to-send (tag 9) of `n` bytes at `theirs`, offering a single copy and
-/// carrying `payload` (its first bytes, or its last ones with `tail`), injected at rank 0.
-fn inject_rts(net: &Net, theirs: &[u8], n: usize, payload: &[u8], tail: bool) {
-    let (w, side) = net.wire(1, 0);
-    let rts = Hdr {
-        kind: K_RTS,
-        flags: F_CMA | if tail { F_TAIL } else { 0 },
-        ctx: 0,
-        src: 1,
-        tag: 9,
-        a: n as u64,
-        b: 4242,
-        c: theirs.as_ptr() as u64,
-        ..Hdr::default()
-    };
-    w.inject(side, fake::encode(&rts, payload));
-}
-
-/// The receiver that reads a message alone takes the bytes its request-to-send carried
-/// from the record and reads only the rest: the carried bytes here differ from the
-/// sender's memory, so the receive shows which it took. Head and tail, a receive smaller
-/// than the message (the tail then lies past it, a head longer than it is cut), a
-/// zero-length receive, and a request-to-send posted before its receive.
-#[test]
-fn a_lone_reader_takes_the_carried_edge_and_reads_the_rest() {
-    let settings = Settings {
-        single_copy: SingleCopy::Cma,
-        ..test_settings()
-    };
-    let net = Net::build(2, 256, 4096, &settings);
-    net.e[0].set_peer_pid(1, std::process::id() as i32);
-    let n = 16384;
-    let theirs = data(n, 3);
-    let forged =
-        |range: std::ops::Range<usize>| -> Vec<u8> { theirs[range].iter().map(|b| !b).collect() };
-    // (cap, carried range, tail, receive posted first)
-    let cases = [
-        (n, 0..2032, false, true),
-        (n, n - 2064..n, true, true),
-        (n, 0..2032, false, false),
-        (n - 100, n - 2064..n, true, true),
-        (1000, 0..2032, false, true),
-        (n - 3000, n - 2064..n, true, false),
-        (0, 0..2032, false, true),
-    ];
-    let count = cases.len();
-    for (k, (cap, range, tail, first)) in cases.into_iter().enumerate() {
-        let payload = forged(range.clone());
-        let mut buf = vec![0xEEu8; cap];
-        let r = if first {
-            let r = net.irecv(0, 1, 9, &mut buf);
-            inject_rts(&net, &theirs, n, &payload, tail);
-            r
-        } else {
-            inject_rts(&net, &theirs, n, &payload, tail);
-            net.e[0].progress();
-            net.irecv(0, 1, 9, &mut buf)
-        };
-        for _ in 0..4 {
-            net.e[0].progress();
-        }
-        let st = net.e[0]
-            .test(r)
-            .unwrap_or_else(|| panic!("case {k}: read at once"));
-        assert_eq!(st.count_bytes, cap, "case {k}");
-        let want_err = (cap < n).then_some(ErrorClass::Truncate);
-        assert_eq!(st.error, want_err, "case {k}");
-        let mut want = theirs[..cap].to_vec();
-        for i in range.clone().filter(|&i| i < cap) {
-            want[i] = !theirs[i];
-        }
-        assert!(
-            buf == want,
-            "case {k}: carried bytes from the record, the rest read"
-        );
-    }
-    let answers: Vec<u8> = net.log(0, 1).iter().map(|&(k, _)| k).collect();
-    let fins = answers.iter().filter(|&&k| k == K_FIN).count();
-    assert_eq!(
-        fins,
-        count - 1,
-        "read alone (FIN) but for the zero-length receive: {answers:?}"
-    );
-}
-
-/// A request-to-send with a carried edge from a peer that dies before the receive is
-/// posted: the receive fails instead of reading.
-#[test]
-fn a_carried_edge_from_a_peer_dead_before_the_read_fails_the_receive() {
-    let settings = Settings {
-        single_copy: SingleCopy::Cma,
-        ..test_settings()
-    };
-    let net = Net::build(2, 256, 4096, &settings);
-    net.e[0].set_peer_pid(1, std::process::id() as i32);
-    let n = 16384;
-    let theirs = data(n, 4);
-    inject_rts(&net, &theirs, n, &theirs[..2032], false);
-    net.e[0].progress();
-    net.wire(0, 1).0.cut();
-    for _ in 0..4 {
-        net.e[0].progress();
-    }
-    let mut buf = vec![0u8; n];
-    let r = net.irecv(0, 1, 9, &mut buf);
-    let st = net
-        .wait(0, r)
-        .expect("the receive fails instead of hanging");
-    assert_eq!(st.error, Some(ErrorClass::ProcFailed));
-    assert!(buf.iter().all(|&b| b == 0), "nothing read");
-}
-
-/// End to end over links that offer single copies: after the peer read a message of
-/// ours alone (its FIN says so), a send from a buffer 2064 B into a page carries its
-/// 2032-byte head in the request-to-send (a page-aligned one and one inside a page carry
-/// nothing), and both ways of receiving it deliver the whole message: the receiver's read
-/// alone (`cma`) and the pipelined copy (`coop` below its smallest size), whose fragments
-/// bring the head again. A send after a pipelined receive (a clear-to-send) carries
-/// nothing.
-#[test]
-fn sends_carry_their_partial_page_and_every_copy_delivers() {
-    for (mech, reads) in [(SingleCopy::Cma, true), (SingleCopy::Coop, false)] {
-        let settings = Settings {
-            single_copy: mech,
-            ..test_settings()
-        };
-        let net = Net::build_links(2, 256, 4096, &settings, true);
-        let mut mem = pages(8);
-        let cases = [
-            (2064, 16384, 2032),
-            (0, 16384, 0),
-            (100, 3000, 0),
-            (2064, 16383, 2032),
-        ];
-        for (k, (off, n, carried)) in cases.into_iter().enumerate() {
-            let msg = data(n, k as u8 + 1);
-            at(&mut mem, off, n).copy_from_slice(&msg);
-            let (w, side) = net.wire(1, 0);
-            let fin = Hdr {
-                kind: K_FIN,
-                a: FIN_READ,
-                b: 12345,
-                ..Hdr::default()
-            };
-            w.inject(side, fake::encode(&fin, &[]));
-            net.e[0].progress();
-            for again in [false, true] {
-                let before = net.log(0, 1).len();
-                let s = net.isend(0, 1, 5, at(&mut mem, off, n), SendMode::Standard);
-                let mut buf = vec![0u8; n];
-                let r = net.irecv(1, 0, 5, &mut buf);
-                let st = net.done(1, r);
-                assert_eq!(net.done(0, s).error, None);
-                assert_eq!((st.count_bytes, st.error), (n, None), "{mech:?} case {k}");
-                assert!(buf == msg, "{mech:?} case {k}: the data");
-                let log = net.log(0, 1);
-                let want = if again && !reads { 0 } else { carried };
-                assert_eq!(
-                    log[before],
-                    (K_RTS, want),
-                    "{mech:?} case {k} (again: {again}): the request-to-send"
-                );
-            }
-        }
     }
 }

@@ -91,9 +91,6 @@ pub(crate) struct FakeLink {
     max_data: usize,
     /// The record handed out by the last poll and not yet released.
     current: Option<Vec<u8>>,
-    /// Offers the peer single copies ([`Caps::single_copy`]): the engines of a test share
-    /// one process, whose pid each must be given for the peer (`Engine::set_peer_pid`).
-    pub(crate) single_copy: bool,
 }
 
 /// A pair of links (side 0, side 1) and the wire between them: records of at most
@@ -114,7 +111,6 @@ pub(crate) fn pair(
         max_payload,
         max_data,
         current: None,
-        single_copy: false,
     };
     (end(0), end(1), wire)
 }
@@ -134,10 +130,7 @@ impl Link for FakeLink {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            single_copy: self.single_copy,
-            ..Caps::default()
-        }
+        Caps::default()
     }
 
     fn max_payload(&self) -> usize {

@@ -116,21 +116,8 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
 .level(5)
 .runtime();
 
-/// `btl_sm_rts_edge_max`.
-pub(crate) static RTS_EDGE_MAX: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "rts_edge_max",
-    ParamType::Size,
-    "64k",
-    "Largest rendezvous message whose request-to-send carries the send buffer's partial \
-     first or last page (the shorter, up to 2 KiB) when single copy is offered to a peer that \
-     read the last one alone, so that its cross-memory read pins one page fewer; 0: never",
-)
-.level(6);
-
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 9] = [
+pub(crate) static PARAMS: [ParamDecl; 8] = [
     EAGER_LIMIT,
     FRAGMENT_SIZE,
     FRAGMENT_MIN,
@@ -139,7 +126,6 @@ pub(crate) static PARAMS: [ParamDecl; 9] = [
     SINGLE_COPY,
     COOP_MIN,
     COOP_CHUNK,
-    RTS_EDGE_MAX,
 ];
 
 /// The large-message mechanism `btl_sm_single_copy_mechanism` selects.
@@ -186,8 +172,6 @@ pub(crate) struct Settings {
     pub coop_min: usize,
     /// Unit of the cooperative copy's claims.
     pub coop_chunk: usize,
-    /// Largest rendezvous message whose request-to-send carries an edge of its buffer.
-    pub rts_edge_max: usize,
 }
 
 impl Settings {
@@ -215,7 +199,6 @@ impl Settings {
             single_copy: SingleCopy::from_int(int(&SINGLE_COPY)),
             coop_min: size(&COOP_MIN).max(1),
             coop_chunk: size(&COOP_CHUNK).max(4096),
-            rts_edge_max: size(&RTS_EDGE_MAX),
         }
     }
 }
