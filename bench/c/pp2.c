@@ -3,7 +3,8 @@
  * the median and minimum of 7 samples of 2000 round trips' mean one-way time, in us.
  * Sizes from the command line replace the default list (`pp2 16384`); env ALIGN=1 takes
  * the buffers from posix_memalign(4096) instead of malloc (a CMA read pins every page the
- * send buffer touches: session 47, s47-pp16k).
+ * send buffer touches: session 47, s47-pp16k); env SOFF=B / ROFF=B (with ALIGN=1) start the
+ * send / receive buffer B bytes into its first page (NumPy's start 2064-2144 B in).
  * Build with any mpicc (mpicc.mpich's binary runs on oxmpi's libmpi.so.12 too); run at
  * np=2 bound to cores. Session 46 (spot-checks-wave2.md, s46-pp16k). */
 #include <mpi.h>
@@ -15,12 +16,13 @@ int main(int argc,char**argv){
   MPI_Init(&argc,&argv); int r; MPI_Comm_rank(MPI_COMM_WORLD,&r);
   int same=getenv("SAME")&&atoi(getenv("SAME"));
   int align=getenv("ALIGN")&&atoi(getenv("ALIGN"));
+  int soff=getenv("SOFF")?atoi(getenv("SOFF")):0, roff=getenv("ROFF")?atoi(getenv("ROFF")):0;
   int sizes[64]={8192,16384,32768,65536}, ns=4;
   if(argc>1){ ns=0; for(int i=1;i<argc&&ns<64;i++) sizes[ns++]=atoi(argv[i]); }
   for(int k=0;k<ns;k++){ int n=sizes[k];
-    char*s,*b;
-    if(align){ void*p=NULL,*q=NULL; if(posix_memalign(&p,4096,n)||posix_memalign(&q,4096,n)) MPI_Abort(MPI_COMM_WORLD,1); s=p; b=same?s:q; if(same) free(q); }
-    else { s=malloc(n); b=same?s:malloc(n); }
+    char*s,*b,*s0,*b0;
+    if(align){ void*p=NULL,*q=NULL; if(posix_memalign(&p,4096,n+soff)||posix_memalign(&q,4096,n+roff)) MPI_Abort(MPI_COMM_WORLD,1); s0=p; b0=same?s0:q; if(same) free(q); s=s0+soff; b=same?s:b0+roff; }
+    else { s0=s=malloc(n); b0=b=same?s:malloc(n); }
     memset(s,1,n); memset(b,2,n);
     int it=2000; double v[7];
     for(int smp=-1;smp<7;smp++){
@@ -30,7 +32,7 @@ int main(int argc,char**argv){
     }
     qsort(v,7,sizeof v[0],cmp);
     if(r==0) printf("pp2 same=%d size=%d median=%.3f min=%.3f\n",same,n,v[3],v[0]);
-    free(s); if(!same) free(b);
+    free(s0); if(!same) free(b0);
   }
   MPI_Finalize(); return 0;
 }
