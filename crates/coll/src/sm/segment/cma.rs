@@ -39,8 +39,15 @@ use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::io;
 use std::sync::atomic::Ordering;
 
-/// Bytes per CMA call of a swap (the bounce buffer's size).
-const CHUNK: usize = 64 << 10;
+/// Bytes per CMA call of a swap (the bounce buffer's size). 256 KiB rather than 64: a
+/// 1 MiB block's half then takes 2 reads and 2 writes instead of 8 each (np=4 in place,
+/// 1 MiB blocks: 96 `process_vm_readv` and 96 `process_vm_writev` a call at 64 KiB),
+/// and a model of [`trade`] on the 2-vCPU test host (4 processes pinned 0,0,1,1 or
+/// 0,1,0,1, every rank trading its halves with the 3 others, 200 iterations, the thread's
+/// CPU time per half-trade, which the other jobs' load does not add to) took 186-197 us
+/// against 205-215 at 64 KiB with the two vCPUs far (4 runs) and 166-171 against 169-192
+/// near (128 and 512 KiB: 169 and 171); 512 KiB measured level with 256 far.
+const CHUNK: usize = 256 << 10;
 
 /// Smallest own block, and smallest receive buffer (all blocks received), of an exchange
 /// that [`copy_own`] copies with non-temporal stores.
