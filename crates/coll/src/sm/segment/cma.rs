@@ -876,6 +876,55 @@ impl Seg {
 mod tests {
     use super::*;
 
+    /// [`trade`] swaps exactly our half (the front one as the lower rank, else the back one)
+    /// with the peer's, in chunks of any size, the last one short, and leaves the other half
+    /// alone on both sides. The peer is our own process (CMA to our own pid).
+    #[test]
+    fn trade_swaps_our_half_in_chunks() {
+        let pid = std::process::id() as i32;
+        for (n, chunk) in [
+            (10_000, 4096),
+            (4096, 4096),
+            (8193, 1024),
+            (1, 4096),
+            (9, 2),
+        ] {
+            for lower in [true, false] {
+                let a: Vec<u8> = (0..n).map(|i| (i * 7 + 1) as u8).collect();
+                let b: Vec<u8> = (0..n).map(|i| (i * 13 + 5) as u8).collect();
+                let (mut mine, mut theirs, mut bounce) = (a.clone(), b.clone(), Vec::new());
+                let at = theirs.as_mut_ptr() as u64;
+                // SAFETY: `theirs` holds `n` bytes at `at`, not otherwise used during the call.
+                unsafe { trade(pid, &mut mine, at, lower, (&mut bounce, chunk)) }
+                    .expect("CMA to our own process");
+                let theirs = std::hint::black_box(theirs);
+                let (lo, hi) = if lower { (0, n / 2) } else { (n / 2, n) };
+                for i in 0..n {
+                    let ours = (lo..hi).contains(&i);
+                    assert_eq!(
+                        mine[i],
+                        if ours { b[i] } else { a[i] },
+                        "n {n} chunk {chunk} byte {i}"
+                    );
+                    assert_eq!(
+                        theirs[i],
+                        if ours { a[i] } else { b[i] },
+                        "n {n} chunk {chunk} byte {i}"
+                    );
+                }
+                assert!(bounce.len() <= chunk.max(1));
+            }
+        }
+    }
+
+    /// The chunk is [`CHUNK`] up to 2 ranks per online CPU and [`CHUNK_CROWDED`] above.
+    #[test]
+    fn chunk_for_depends_on_ranks_per_cpu() {
+        let cpus = oxmpi_engine::sys::online_cpus();
+        assert_eq!(chunk_for(2 * cpus), CHUNK);
+        assert_eq!(chunk_for(2 * cpus + 1), CHUNK_CROWDED);
+    }
+
     /// Our own block arrives whole and alone, below and from [`OWN_STREAM_MIN`] (plain and
     /// streaming), whatever the alignment of either side and the buffer's size.
     #[test]
