@@ -1,6 +1,6 @@
 /* Alltoall, alltoallv and alltoallw, in place and not, with blocks on both sides of the
  * shared-memory segment's buffer (4 KiB per rank), of 64 KiB per rank (the 2-rank
- * out-of-place cross-memory limit before) and of the in-place trade's 64 KiB bounce buffer: uneven and
+ * out-of-place cross-memory limit before) and of the in-place trade's 256 KiB bounce buffer: uneven and
  * zero counts, gaps between blocks that must stay untouched, alltoallw with a strided
  * derived type on either side, with predefined types of different sizes per peer and with
  * MPI_INT for every peer.
@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
-    const int bases[] = {0, 8, 1000, 1024, 4096, 5000, 40000, 70000, 300000};
+    const int bases[] = {0, 8, 1000, 1024, 4096, 5000, 40000, 70000, 300000, 1200000};
     int *c = malloc(size * sizeof(int)), *d = malloc(size * sizeof(int));
     int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
     MPI_Datatype *ts = malloc(size * sizeof(MPI_Datatype)), *tr = malloc(size * sizeof(MPI_Datatype));

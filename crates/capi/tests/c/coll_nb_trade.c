@@ -1,12 +1,13 @@
 /* In-place all-to-all exchanges whose blocks are too large for the shared-memory segment
  * (MPI_Ialltoall, MPI_Ialltoallv, MPI_Ialltoallw with MPI_IN_PLACE): on the segment, with
  * cross-memory copies between the ranks, each pair of ranks trades its two blocks in its
- * progress, each rank half of the bytes, through a 64 KiB bounce buffer.
+ * progress, each rank half of the bytes, through a 256 KiB bounce buffer.
  *
  * - Ialltoall of MPI_CHAR blocks around the segment's limit per block
  *   (alltoallv_max(p) = (4152 - 8p) / (p - 1) bytes: the largest block through a
  *   buffer), odd lengths (the two halves differ), and across the bounce buffer
- *   (2 * 65536 - 1, + 1: halves of one chunk and a byte); and of MPI_INT blocks.
+ *   (2 * 262144 - 1, + 1: halves of one chunk and a byte, and 2 * 65536 +- 1, the chunk
+ *   before); and of MPI_INT blocks.
  * - Ialltoallv and Ialltoallw (MPI_CHAR, byte displacements) with uneven blocks, the same
  *   both ways as in place requires, some empty, some through the segment and some traded
  *   in one collective, laid out in reverse rank order with gaps that must stay untouched.
@@ -307,7 +308,7 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_T_pvar_handle_alloc(ses, idx, NULL, &nbc, &cnt));
     /* A blocking collective first: it makes the communicator's segment. */
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
-    long sizes[] = {lim - 1, lim, lim + 1, 2 * lim + 1, 65535, 131071, 131073};
+    long sizes[] = {lim - 1, lim, lim + 1, 2 * lim + 1, 65535, 131071, 131073, 524287, 524289};
     enum { NS = sizeof sizes / sizeof sizes[0] };
     unsigned long long sm0 = counter(ses, sm), nbc0 = counter(ses, nbc);
     for (int round = 0; round < rounds; round++)

@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{copy_own, trade, Large, Pair, Reduction, BCAST_LARGE_TAG};
+use super::segment::{chunk_for, copy_own, trade, Large, Pair, Reduction, BCAST_LARGE_TAG};
 use super::segment::{lengths_error, post_len_of, LEN_TAG};
 use super::{own_pid, Seg, CAP, DATA};
 use crate::arg_err;
@@ -2629,7 +2629,7 @@ impl SmNb {
                     // SAFETY: rank `r` posted its block for us, `n` bytes at `addr`; our
                     // half of it is ours alone (it trades the other half) until we mark
                     // our post done (it waits for that).
-                    unsafe { trade(pid, dst, addr, me < r, &mut bounce) }
+                    unsafe { trade(pid, dst, addr, me < r, (&mut bounce, chunk_for(p))) }
                 } else {
                     // SAFETY: rank `r`'s input holds our `n` bytes at `addr`, unchanged
                     // until we mark our post done (it waits for that); `dst` has room.

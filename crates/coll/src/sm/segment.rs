@@ -19,7 +19,7 @@ mod rooted;
 mod stream;
 pub use big::{BCAST_BIG_MIN, REDUCE_BIG_MAX};
 pub use cma::ALLGATHER_PAIR;
-pub(in crate::sm) use cma::{copy_own, trade};
+pub(in crate::sm) use cma::{chunk_for, copy_own, trade};
 pub(crate) use large::{Large, BCAST_LARGE_TAG};
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;

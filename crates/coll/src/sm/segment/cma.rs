@@ -39,8 +39,34 @@ use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::io;
 use std::sync::atomic::Ordering;
 
-/// Bytes per CMA call of a swap (the bounce buffer's size).
-const CHUNK: usize = 64 << 10;
+/// Bytes per CMA call of a swap (the bounce buffer's size) with up to 2 ranks per online
+/// CPU ([`chunk_for`]). 256 KiB rather than 64: a 1 MiB block's half then takes 2 reads and
+/// 2 writes instead of 8 each (np=4 in place, 1 MiB blocks: 96 `process_vm_readv` and 96
+/// `process_vm_writev` a call at 64 KiB), and a model of [`trade`] on the 2-vCPU test host
+/// (4 processes pinned 0,0,1,1 or 0,1,0,1, every rank trading its halves with the 3 others,
+/// 200 iterations, the thread's CPU time per half-trade, which the other jobs' load does
+/// not add to) took 186-197 us against 205-215 at 64 KiB with the two vCPUs far (4 runs)
+/// and 166-171 against 169-192 near (128 and 512 KiB: 169 and 171); 512 KiB measured level
+/// with 256 far.
+const CHUNK: usize = 256 << 10;
+
+/// [`CHUNK`] with more than 2 ranks per online CPU: the bounce buffers of the ranks that
+/// share a CPU then stay in its cache (1 MiB of L2 per vCPU on the test host: 4 ranks of
+/// 256 KiB would fill it). np=8 on 2 vCPUs, in-place ialltoallv 1 MiB, 256 KiB measured
+/// 0.86-0.87x the 64 KiB time in two runs of `ab.sh` under load.
+const CHUNK_CROWDED: usize = 64 << 10;
+
+/// The chunk of [`trade`] on a communicator of `p` ranks: [`CHUNK`], or [`CHUNK_CROWDED`]
+/// with more than 2 ranks per online CPU (the CPU count read once per process).
+pub(in crate::sm) fn chunk_for(p: usize) -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(oxmpi_engine::sys::online_cpus);
+    if p > 2 * cpus {
+        CHUNK_CROWDED
+    } else {
+        CHUNK
+    }
+}
 
 /// Smallest own block, and smallest receive buffer (all blocks received), of an exchange
 /// that [`copy_own`] copies with non-temporal stores.
@@ -204,7 +230,7 @@ mod pair_choice {
 /// Trade half of our block `mine` for a peer with the same half of the peer's block for
 /// us, as long, at address `theirs` in process `pid` (the front half when we are the lower
 /// rank of the pair, else the back half: the peer trades the other), through `bounce`
-/// ([`CHUNK`] bytes at most, so it stays in the cache).
+/// (`chunk` bytes at most, so it stays in the cache: [`chunk_for`]).
 ///
 /// # Safety
 /// The peer's block is mapped in `pid` at `theirs` for `mine.len()` bytes, and our half of
@@ -214,14 +240,15 @@ pub(in crate::sm) unsafe fn trade(
     mine: &mut [u8],
     theirs: u64,
     lower: bool,
-    bounce: &mut Vec<u8>,
+    (bounce, chunk): (&mut Vec<u8>, usize),
 ) -> io::Result<()> {
     let (n, half) = (mine.len(), mine.len() / 2);
     let (lo, hi) = if lower { (0, half) } else { (half, n) };
-    bounce.resize(bounce.len().max((hi - lo).min(CHUNK)), 0);
+    let chunk = chunk.max(1);
+    bounce.resize(bounce.len().max((hi - lo).min(chunk)), 0);
     let mut at = lo;
     while at < hi {
-        let c = (hi - at).min(CHUNK);
+        let c = (hi - at).min(chunk);
         let remote = theirs + at as u64;
         // SAFETY: `bounce` and our block hold `c` bytes from `at`; the peer's block holds
         // them at `remote`, ours to use (caller contract).
@@ -640,7 +667,9 @@ impl Seg {
                 // SAFETY: rank `j` posted its block for us at `theirs` (`n` bytes), whose
                 // half nobody else touches (the peer trades the other half) until it is
                 // done with `k`, after us.
-                (ADDRESSES, ADDRESSES) => unsafe { trade(pid, mine, theirs, me < j, &mut bounce)? },
+                (ADDRESSES, ADDRESSES) => unsafe {
+                    trade(pid, mine, theirs, me < j, (&mut bounce, chunk_for(p)))?
+                },
                 (TABLE, _) => {
                     // Ours are posted: fetch theirs into place, then put ours in its place.
                     // SAFETY: the whole of rank `j`'s block for us is ours to read and then
@@ -846,6 +875,55 @@ impl Seg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`trade`] swaps exactly our half (the front one as the lower rank, else the back one)
+    /// with the peer's, in chunks of any size, the last one short, and leaves the other half
+    /// alone on both sides. The peer is our own process (CMA to our own pid).
+    #[test]
+    fn trade_swaps_our_half_in_chunks() {
+        let pid = std::process::id() as i32;
+        for (n, chunk) in [
+            (10_000, 4096),
+            (4096, 4096),
+            (8193, 1024),
+            (1, 4096),
+            (9, 2),
+        ] {
+            for lower in [true, false] {
+                let a: Vec<u8> = (0..n).map(|i| (i * 7 + 1) as u8).collect();
+                let b: Vec<u8> = (0..n).map(|i| (i * 13 + 5) as u8).collect();
+                let (mut mine, mut theirs, mut bounce) = (a.clone(), b.clone(), Vec::new());
+                let at = theirs.as_mut_ptr() as u64;
+                // SAFETY: `theirs` holds `n` bytes at `at`, not otherwise used during the call.
+                unsafe { trade(pid, &mut mine, at, lower, (&mut bounce, chunk)) }
+                    .expect("CMA to our own process");
+                let theirs = std::hint::black_box(theirs);
+                let (lo, hi) = if lower { (0, n / 2) } else { (n / 2, n) };
+                for i in 0..n {
+                    let ours = (lo..hi).contains(&i);
+                    assert_eq!(
+                        mine[i],
+                        if ours { b[i] } else { a[i] },
+                        "n {n} chunk {chunk} byte {i}"
+                    );
+                    assert_eq!(
+                        theirs[i],
+                        if ours { a[i] } else { b[i] },
+                        "n {n} chunk {chunk} byte {i}"
+                    );
+                }
+                assert!(bounce.len() <= chunk.max(1));
+            }
+        }
+    }
+
+    /// The chunk is [`CHUNK`] up to 2 ranks per online CPU and [`CHUNK_CROWDED`] above.
+    #[test]
+    fn chunk_for_depends_on_ranks_per_cpu() {
+        let cpus = oxmpi_engine::sys::online_cpus();
+        assert_eq!(chunk_for(2 * cpus), CHUNK);
+        assert_eq!(chunk_for(2 * cpus + 1), CHUNK_CROWDED);
+    }
 
     /// Our own block arrives whole and alone, below and from [`OWN_STREAM_MIN`] (plain and
     /// streaming), whatever the alignment of either side and the buffer's size.
