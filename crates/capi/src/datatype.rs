@@ -2437,12 +2437,17 @@ mod tests {
     /// for one it has values for.
     #[test]
     fn fixed_envelopes_in_both_forms_and_null_arrays() {
-        // SAFETY (all constructor calls): valid output handles.
+        // SAFETY: a valid output handle.
         let v = handle_of(|h| unsafe { PMPI_Type_vector(3, 2, 4, MPI_INT, h) });
+        // SAFETY: a valid output handle.
         let vc = handle_of(|h| unsafe { PMPI_Type_vector_c(3, 2, 4, MPI_INT, h) });
+        // SAFETY: a valid output handle.
         let hv = handle_of(|h| unsafe { PMPI_Type_create_hvector(3, 2, 40, MPI_INT, h) });
+        // SAFETY: a valid output handle.
         let hvc = handle_of(|h| unsafe { PMPI_Type_create_hvector_c(3, 2, 40, MPI_INT, h) });
+        // SAFETY: a valid output handle.
         let r = handle_of(|h| unsafe { PMPI_Type_create_resized(MPI_INT, -2, 12, h) });
+        // SAFETY: a valid output handle.
         let rc = handle_of(|h| unsafe { PMPI_Type_create_resized_c(MPI_INT, -2, 12, h) });
         assert_eq!(fixed_args(v), (vec![3, 2, 4], vec![], vec![]));
         assert_eq!(fixed_args(vc), (vec![], vec![], vec![3, 2, 4]));
