@@ -1,13 +1,15 @@
 /* dtinstr.c: instructions per iteration of one datatype call sequence under callgrind.
  * The sequence named by argv[1] (dupstruct, dupint, resized, gone, live, con, basic,
- * struct3, contig) runs ITER times between CALLGRIND_START/STOP_INSTRUMENTATION; argv[2]
+ * struct3, contig, vector, resget, vecget) runs ITER times between CALLGRIND_START/STOP_INSTRUMENTATION; argv[2]
  * "multiple" initializes at MPI_THREAD_MULTIPLE. Build with each implementation's mpicc
  * (-O2), run as a singleton:
  *   valgrind --tool=callgrind --instr-atstart=no ./dtinstr gone
  * and divide the total by ITER. The sequences are bench/c/dtcalls.c's rows of the same
  * types (gone: get_contents_c of a struct of two freed dups + 2 frees; live: of a struct
  * of two live derived types + 2 frees; basic: of a struct of basic types; con: of a
- * contiguous of a derived type + free). */
+ * contiguous of a derived type + free; vector: vector_c(3,4,6,INT) + free; resget:
+ * get_contents_c of a resized struct + free; vecget: get_contents of a vector of a
+ * derived type (int form) + free). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,8 +33,10 @@ int main(int argc, char **argv) {
   MPI_Type_dup(st, &stgs[0]); MPI_Type_dup(st2, &stgs[1]); MPI_Type_create_struct_c(2, cbl, cd, stgs, &gone);
   MPI_Type_free(&stgs[0]); MPI_Type_free(&stgs[1]);
   MPI_Datatype con; MPI_Type_contiguous_c(3, st, &con);
-  static const char *nm[] = {"dupstruct","dupint","resized","gone","live","con","basic","struct3","contig"};
-  int k = -1; for (int j = 0; j < 9; j++) if (!strcmp(w, nm[j])) k = j;
+  MPI_Datatype res; MPI_Type_create_resized(st2, 0, 48, &res);
+  MPI_Datatype veci; MPI_Type_vector(2, 1, 3, st, &veci);
+  static const char *nm[] = {"dupstruct","dupint","resized","gone","live","con","basic","struct3","contig","vector","resget","vecget"};
+  int k = -1; for (int j = 0; j < 12; j++) if (!strcmp(w, nm[j])) k = j;
   CALLGRIND_START_INSTRUMENTATION;
   for (int i = 0; i < ITER; i++) {
     if (k == 0) { MPI_Type_dup(st2, &t); MPI_Type_free(&t); }
@@ -44,6 +48,9 @@ int main(int argc, char **argv) {
     else if (k == 6) { MPI_Type_get_contents_c(st2, 16, 16, 16, 4, ii, aa, cc, dt); }
     else if (k == 7) { MPI_Type_create_struct_c(3, cbl, cd, ty, &t); MPI_Type_free(&t); }
     else if (k == 8) { MPI_Type_contiguous_c(3, MPI_INT, &t); MPI_Type_free(&t); }
+    else if (k == 9) { MPI_Type_vector_c(3, 4, 6, MPI_INT, &t); MPI_Type_free(&t); }
+    else if (k == 10) { MPI_Type_get_contents_c(res, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]); }
+    else if (k == 11) { MPI_Type_get_contents(veci, 16, 16, 4, ii, aa, dt); MPI_Type_free(&dt[0]); }
   }
   CALLGRIND_STOP_INSTRUMENTATION;
   MPI_Finalize();

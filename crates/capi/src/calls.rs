@@ -259,6 +259,13 @@ pub(crate) fn set_on(on: Option<bool>) {
     MODE.store(mode, Ordering::Relaxed);
 }
 
+/// Whether the profile is off (no call is counted): a call that skips [`begin`] then
+/// loses no count.
+#[inline(always)]
+pub(crate) fn off() -> bool {
+    MODE.load(Ordering::Relaxed) == OFF
+}
+
 /// Enters MPI function `site` (before its body): while the profile is off, one relaxed
 /// load; on, the call is counted if it is an outermost one (see the module's text).
 #[inline(always)]

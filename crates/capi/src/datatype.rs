@@ -629,15 +629,19 @@ unsafe fn copy_pairs<const V: usize, const I: usize, const E: usize, const PACK:
 
 /// Build a derived type from `(byte displacement, repetitions, old type)` entries: each
 /// entry places `repetitions` consecutive copies of the old type at the displacement.
-fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
+/// The entries come as an iterator, so that a constructor whose entries follow from its
+/// arguments (vector, hvector, the indexed blocks) builds no list of them (an allocation
+/// and its free per call).
+fn build<'a>(entries: impl IntoIterator<Item = (isize, usize, &'a Datatype)>) -> Datatype {
+    let entries = entries.into_iter();
     // Room for a block per entry up to a few (the small types mpi4py's `dtlib` builds by
     // the million get one allocation); larger maps grow as before.
-    let mut blocks: Vec<Block> = Vec::with_capacity(entries.len().min(8));
+    let mut blocks: Vec<Block> = Vec::with_capacity(entries.size_hint().0.min(8));
     let mut size = 0usize;
     let (mut lb, mut ub) = (isize::MAX, isize::MIN);
     let (mut tlb, mut tub) = (isize::MAX, isize::MIN);
     let mut basic: Option<Option<c_int>> = None;
-    for &(disp, reps, old) in entries {
+    for (disp, reps, old) in entries {
         if reps == 0 {
             continue;
         }
@@ -843,12 +847,49 @@ impl Envelope {
             counts: vec![],
         }
     }
+    /// The envelope of a constructor of count type `C` with `N` count and `M` displacement
+    /// arguments, each vector made from the arrays at its size (one allocation, none for
+    /// an empty one): the `count`/`addr` chain grew an empty vector (`vector_c` + free
+    /// ran ~50 instructions more, with `Envelope::count` out of line).
+    #[inline(always)]
+    fn fixed<C: CountArg, const N: usize, const M: usize>(
+        counts: [i64; N],
+        addrs: [isize; M],
+    ) -> Self {
+        if C::LARGE {
+            let counts = if M == 0 {
+                Vec::from(counts)
+            } else {
+                let mut v = Vec::with_capacity(N + M);
+                v.extend_from_slice(&counts);
+                v.extend(addrs.map(|a| a as i64));
+                v
+            };
+            Envelope {
+                large: true,
+                ints: vec![],
+                aints: vec![],
+                counts,
+            }
+        } else {
+            Envelope {
+                large: false,
+                ints: Vec::from(counts.map(|c| c as c_int)),
+                aints: Vec::from(addrs),
+                counts: vec![],
+            }
+        }
+    }
     /// Room for `counts` count and `addrs` displacement arguments (in the vectors of this
-    /// form), so that the envelope of a constructor is allocated once.
+    /// form), so that the envelope of a constructor is allocated once. Inlined: out of line
+    /// (once `vector` and `resized` no longer called it), create_struct_c(3) + free ran
+    /// ~70 instructions more.
+    #[inline(always)]
     fn reserve(self, counts: usize, addrs: usize) -> Self {
         self.reserve_with_ints(0, counts, addrs)
     }
     /// [`Envelope::reserve`] with room for `ints` plain integer arguments as well.
+    #[inline(always)]
     fn reserve_with_ints(mut self, ints: usize, counts: usize, addrs: usize) -> Self {
         if self.large {
             self.ints.reserve_exact(ints);
@@ -908,7 +949,7 @@ mpi_fn_c! {
         let mut st = lock();
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
-        let t = build(&[(0, n, old)]);
+        let t = build([(0, n, old)]);
         Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, (vec![oldtype], objs), newtype)
     }
 }
@@ -922,9 +963,9 @@ mpi_fn_c! {
         let mut st = lock();
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
-        let e: Vec<_> = (0..n).map(|i| (i as isize * stride as isize * old.extent(), bl, old)).collect();
-        let t = build(&e);
-        Envelope::new::<Count>().count([count.into(), blocklength.into(), stride]).register(&mut st, t, MPI_COMBINER_VECTOR, (vec![oldtype], objs), newtype)
+        let ext = old.extent();
+        let t = build((0..n).map(|i| (i as isize * stride as isize * ext, bl, old)));
+        Envelope::fixed::<Count, 3, 0>([count.into(), blocklength.into(), stride], []).register(&mut st, t, MPI_COMBINER_VECTOR, (vec![oldtype], objs), newtype)
     }
 }
 
@@ -937,9 +978,8 @@ mpi_fn_c! {
         let mut st = lock();
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
-        let e: Vec<_> = (0..n).map(|i| (i as isize * stride, bl, old)).collect();
-        let t = build(&e);
-        Envelope::new::<Count>().reserve(2, 1).count([count.into(), blocklength.into()]).addr([stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, (vec![oldtype], objs), newtype)
+        let t = build((0..n).map(|i| (i as isize * stride, bl, old)));
+        Envelope::fixed::<Count, 2, 1>([count.into(), blocklength.into()], [stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, (vec![oldtype], objs), newtype)
     }
 }
 
@@ -956,7 +996,7 @@ mpi_fn_c! {
         for i in 0..n {
             e.push((i64::from(d[i]) as isize * old.extent(), check_count(bl[i])?, old));
         }
-        let t = build(&e);
+        let t = build(e.iter().copied());
         Envelope::new::<Count>().reserve(1 + 2 * n, 0).count([count.into()]).count(bl.iter().map(|&c| c.into())).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED, (vec![oldtype], objs), newtype)
     }
 }
@@ -974,7 +1014,7 @@ mpi_fn_c! {
         for i in 0..n {
             e.push((d[i], check_count(bl[i])?, old));
         }
-        let t = build(&e);
+        let t = build(e.iter().copied());
         Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED, (vec![oldtype], objs), newtype)
     }
 }
@@ -988,8 +1028,8 @@ mpi_fn_c! {
         let mut st = lock();
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
-        let e: Vec<_> = d.iter().map(|&x| (i64::from(x) as isize * old.extent(), bl, old)).collect();
-        let t = build(&e);
+        let ext = old.extent();
+        let t = build(d.iter().map(|&x| (i64::from(x) as isize * ext, bl, old)));
         Envelope::new::<Count>().reserve(2 + n, 0).count([count.into(), blocklength.into()]).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, (vec![oldtype], objs), newtype)
     }
 }
@@ -1003,8 +1043,7 @@ mpi_fn_c! {
         let mut st = lock();
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
-        let e: Vec<_> = d.iter().map(|&x| (x, bl, old)).collect();
-        let t = build(&e);
+        let t = build(d.iter().map(|&x| (x, bl, old)));
         Envelope::new::<Count>().reserve(2, n).count([count.into(), blocklength.into()]).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, (vec![oldtype], objs), newtype)
     }
 }
@@ -1022,7 +1061,7 @@ mpi_fn_c! {
         for i in 0..n {
             e.push((d[i], check_count(bl[i])?, &**olds[i]));
         }
-        let mut t = build(&e);
+        let mut t = build(e.iter().copied());
         pad_struct(&mut t, &e);
         Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_STRUCT, (ty, objs), newtype)
     }
@@ -1037,7 +1076,7 @@ mpi_fn_c! {
         let mut t = old.layout_copy();
         t.lb = lb;
         t.ub = lb + extent;
-        Envelope::new::<Count>().reserve(0, 2).addr([lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, (vec![oldtype], objs), newtype)
+        Envelope::fixed::<Count, 0, 2>([], [lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, (vec![oldtype], objs), newtype)
     }
 }
 
@@ -1090,7 +1129,7 @@ mpi_fn_c! {
                 dim[d].1 = 0;
             }
         }
-        let mut t = build(&entries);
+        let mut t = build(entries.iter().copied());
         t.lb = 0;
         t.ub = dim[0].0 * at(sz, 0) as isize * ext;
         Envelope::new::<Count>().reserve_with_ints(2, 3 * nd, 0).int([ndims]).count(sz.iter().map(|&c| c.into())).count(sub.iter().map(|&c| c.into())).count(stt.iter().map(|&c| c.into())).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, (vec![oldtype], objs), newtype)
@@ -1201,7 +1240,7 @@ mpi_fn_c! {
                 break;
             }
         }
-        let mut t = build(&entries);
+        let mut t = build(entries.iter().copied());
         t.lb = 0;
         t.ub = gs.iter().map(|&x| x as isize).product::<isize>() * ext;
         Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, (vec![oldtype], objs), newtype)
@@ -1248,40 +1287,70 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_free`: drops the handle's reference (`MPI_Type_get_contents` may have
-    /// returned it more than once); the last one deletes its attributes (their callbacks)
-    /// and removes the handle, or leaves it to `MPI_Type_get_contents` alone while types
-    /// made from it hold it; the type's object goes with the last user of it.
-    fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
-        let h = inp(datatype, "datatype")?;
-        // Not the last reference: dropped without the lock.
+/// `MPI_Type_free`: drops the handle's reference (`MPI_Type_get_contents` may have
+/// returned it more than once); the last one deletes its attributes (their callbacks)
+/// and removes the handle, or leaves it to `MPI_Type_get_contents` alone while types
+/// made from it hold it; the type's object goes with the last user of it.
+///
+/// A reference that is not the last (or whose handle a type holds) is dropped here,
+/// before the entry wrapper ([`crate::ffi::enter`]), while the call profile is off: that
+/// path has no error to report and nothing that can panic (a non-NULL pointer, one
+/// update of the handle's word), and the wrapper (the unwind guard, the profile probe) was
+/// ~40 of its ~90 instructions (mpi4py's `dtlib` frees what every decode returns). The
+/// safe point still ends the call.
+///
+/// # Safety
+/// `datatype` is NULL or points to the caller's datatype handle (the MPI contract).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut c_int) -> c_int {
+    let tried = !datatype.is_null() && crate::calls::off();
+    if tried {
+        // SAFETY: not NULL, and the caller's handle (function contract).
+        let h = unsafe { datatype.read_unaligned() };
         if crate::type_table::release_shared(h) {
-            return out(datatype, MPI_DATATYPE_NULL, "datatype");
+            // SAFETY: as above, writable (the call's output).
+            unsafe { datatype.write_unaligned(MPI_DATATYPE_NULL) };
+            crate::ffi::safe_point();
+            return MPI_SUCCESS;
         }
-        let mut st = lock();
-        if predefined(h).is_some() || is_f90(st.dtype_ref(h)?.combiner) {
-            mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
-        }
-        if !st.type_attrs.contains_key(&h) || st.types.refs(h) > 1 {
-            // No delete callbacks (no attributes, or they stay with the other references):
-            // released under the same lock; the object (if this was its last reference)
-            // is dropped after the lock.
-            let Some(t) = st.types.release(h) else {
-                mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
-            };
-            drop(st);
-            drop(t);
-            return out(datatype, MPI_DATATYPE_NULL, "datatype");
-        }
-        drop(st);
-        // The delete callbacks see the datatype still valid; one that fails leaves it.
-        crate::attrs::type_free_attrs(h)?;
-        if lock().types.release(h).is_none() {
-            mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
-        }
-        out(datatype, MPI_DATATYPE_NULL, "datatype")
     }
+    static SITE: crate::calls::Site = crate::calls::Site::new("MPI_Type_free");
+    crate::ffi::enter(&SITE, "MPI_Type_free", crate::ffi::OnComm, || {
+        type_free(datatype, tried)
+    })
+}
+crate::ffi::mpi_alias!(PMPI_Type_free / "MPI_Type_free");
+
+/// The body of [`PMPI_Type_free`] under the entry wrapper (`tried`: the lock-free drop
+/// was tried before it, and did not apply).
+fn type_free(datatype: *mut c_int, tried: bool) -> MpiResult {
+    let h = inp(datatype, "datatype")?;
+    // Not the last reference: dropped without the lock (here when the profile is on).
+    if !tried && crate::type_table::release_shared(h) {
+        return out(datatype, MPI_DATATYPE_NULL, "datatype");
+    }
+    let mut st = lock();
+    if predefined(h).is_some() || is_f90(st.dtype_ref(h)?.combiner) {
+        mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
+    }
+    if !st.type_attrs.contains_key(&h) || st.types.refs(h) > 1 {
+        // No delete callbacks (no attributes, or they stay with the other references):
+        // released under the same lock; the object (if this was its last reference)
+        // is dropped after the lock.
+        let Some(t) = st.types.release(h) else {
+            mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
+        };
+        drop(st);
+        drop(t);
+        return out(datatype, MPI_DATATYPE_NULL, "datatype");
+    }
+    drop(st);
+    // The delete callbacks see the datatype still valid; one that fails leaves it.
+    crate::attrs::type_free_attrs(h)?;
+    if lock().types.release(h).is_none() {
+        mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
+    }
+    out(datatype, MPI_DATATYPE_NULL, "datatype")
 }
 
 /// Cache of predefined datatype sizes: slot `handle % 64` holds `handle << 32 | size + 1`
@@ -1469,13 +1538,43 @@ mpi_fn! {
         if (max_integers as usize) < t.ints.len() || (max_addresses as usize) < t.aints.len() || (max_datatypes as usize) < t.types.len() || max_integers < 0 || max_addresses < 0 || max_datatypes < 0 {
             mpi_bail!(MPI_ERR_ARG, "output arrays too small for the datatype contents");
         }
-        slice_out(integers, t.ints.len(), "array_of_integers")?.copy_from_slice(&t.ints);
-        slice_out(addresses, t.aints.len(), "array_of_addresses")?.copy_from_slice(&t.aints);
+        copy_out(integers, &t.ints, "array_of_integers")?;
+        copy_out(addresses, &t.aints, "array_of_addresses")?;
+        if t.type_objs.is_empty() {
+            // Predefined constituents only: returned as they are.
+            return copy_out(datatypes, &t.types, "array_of_datatypes");
+        }
         if contents_types(&st, t, datatypes)? {
             contents_new_handles(&mut st, datatype, datatypes)?;
         }
         Ok(())
     }
+}
+
+/// Copy `src` into the caller's output array `p` of `MPI_Type_get_contents(_c)` (NULL
+/// allowed when `src` is empty: nothing is written then). Inline: the envelope's arrays
+/// are a few words, where a slice view and a `memcpy` call each (also for empty arrays)
+/// were ~60 of the ~340 instructions of a decode of a struct of basic types.
+#[inline(always)]
+fn copy_out<T: Copy>(p: *mut T, src: &[T], what: &str) -> MpiResult {
+    if src.is_empty() {
+        return Ok(());
+    }
+    if p.is_null() {
+        return null_out(what);
+    }
+    // SAFETY: the caller's array has room for `src.len()` values (the MPI contract of the
+    // `max_*` arguments, checked against the lengths) and is not NULL; it cannot overlap
+    // the type's own arrays.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+    Ok(())
+}
+
+/// The error of a NULL output array of [`copy_out`] (out of line).
+#[cold]
+#[inline(never)]
+fn null_out(what: &str) -> MpiResult {
+    mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for {what}")
 }
 
 /// The constituent types of the type of handle `h` for `MPI_Type_get_contents(_c)`.
@@ -1556,9 +1655,13 @@ mpi_fn! {
         if !fits(max_integers, t.ints.len()) || !fits(max_addresses, t.aints.len()) || !fits(max_large_counts, t.counts.len()) || !fits(max_datatypes, t.types.len()) {
             mpi_bail!(MPI_ERR_ARG, "output arrays too small for the datatype contents");
         }
-        slice_out(integers, t.ints.len(), "array_of_integers")?.copy_from_slice(&t.ints);
-        slice_out(addresses, t.aints.len(), "array_of_addresses")?.copy_from_slice(&t.aints);
-        slice_out(large_counts, t.counts.len(), "array_of_large_counts")?.copy_from_slice(&t.counts);
+        copy_out(integers, &t.ints, "array_of_integers")?;
+        copy_out(addresses, &t.aints, "array_of_addresses")?;
+        copy_out(large_counts, &t.counts, "array_of_large_counts")?;
+        if t.type_objs.is_empty() {
+            // Predefined constituents only: returned as they are.
+            return copy_out(datatypes, &t.types, "array_of_datatypes");
+        }
         if contents_types(&st, t, datatypes)? {
             contents_new_handles(&mut st, datatype, datatypes)?;
         }
@@ -1887,7 +1990,7 @@ mod tests {
         let int = b(MPI_INT);
         // 3 blocks of 2 ints, stride 4 ints.
         let e: Vec<_> = (0..3).map(|i| (i * 16, 2, &*int)).collect();
-        let t = build(&e);
+        let t = build(e.iter().copied());
         assert_eq!(t.size, 24);
         assert_eq!(t.extent(), 40);
         assert_eq!(t.blocks.len(), 3);
@@ -1956,7 +2059,7 @@ mod tests {
     #[test]
     fn contiguous_blocks_merge_and_elements_count() {
         let int = b(MPI_INT);
-        let t = build(&[(0, 5, &int)]);
+        let t = build([(0, 5, &*int)]);
         assert_eq!(
             t.blocks,
             vec![Block {
@@ -1971,7 +2074,7 @@ mod tests {
         assert_eq!(t.count_of(12), None);
         // struct {double, int}: a partial element counts its whole basic elements.
         let d = b(MPI_DOUBLE);
-        let s = build(&[(0, 1, &d), (8, 1, &int)]);
+        let s = build([(0, 1, &*d), (8, 1, &*int)]);
         assert_eq!(s.size, 12);
         assert_eq!(s.elements_of(8), 1);
         assert_eq!(s.elements_of(24), 4);
@@ -2293,6 +2396,112 @@ mod tests {
         // SAFETY: a valid handle slot.
         assert_eq!(unsafe { PMPI_Type_free(&mut h) }, MPI_SUCCESS);
         assert_eq!(h, MPI_DATATYPE_NULL);
+    }
+
+    /// The arguments a decode returns of a type made by a constructor with fixed
+    /// arguments ([`Envelope::fixed`]): integers, addresses and large counts.
+    fn fixed_args(t: c_int) -> (Vec<c_int>, Vec<isize>, Vec<i64>) {
+        let (mut ni, mut na, mut nc, mut nd, mut comb) = (0, 0, 0, 0, 0);
+        // SAFETY: valid output pointers.
+        let rc =
+            unsafe { PMPI_Type_get_envelope_c(t, &mut ni, &mut na, &mut nc, &mut nd, &mut comb) };
+        assert_eq!((rc, nd), (MPI_SUCCESS, 1));
+        let (mut i, mut a, mut c) = (
+            vec![-7; ni as usize],
+            vec![-7; na as usize],
+            vec![-7; nc as usize],
+        );
+        let mut d = [0];
+        // SAFETY: arrays of the envelope's lengths (NULL-free: empty vectors dangle).
+        let rc = unsafe {
+            PMPI_Type_get_contents_c(
+                t,
+                ni,
+                na,
+                nc,
+                1,
+                i.as_mut_ptr(),
+                a.as_mut_ptr(),
+                c.as_mut_ptr(),
+                d.as_mut_ptr(),
+            )
+        };
+        assert_eq!((rc, d[0]), (MPI_SUCCESS, MPI_INT));
+        (i, a, c)
+    }
+
+    /// The constructors with fixed arguments record them as each form should: the `int`
+    /// form's counts among the integers and its displacements among the addresses, the
+    /// `_c` form's all among the large counts, in argument order. A decode accepts NULL
+    /// for an array the type has no values for (and writes nothing there), and refuses it
+    /// for one it has values for.
+    #[test]
+    fn fixed_envelopes_in_both_forms_and_null_arrays() {
+        // SAFETY: a valid output handle.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(3, 2, 4, MPI_INT, h) });
+        // SAFETY: a valid output handle.
+        let vc = handle_of(|h| unsafe { PMPI_Type_vector_c(3, 2, 4, MPI_INT, h) });
+        // SAFETY: a valid output handle.
+        let hv = handle_of(|h| unsafe { PMPI_Type_create_hvector(3, 2, 40, MPI_INT, h) });
+        // SAFETY: a valid output handle.
+        let hvc = handle_of(|h| unsafe { PMPI_Type_create_hvector_c(3, 2, 40, MPI_INT, h) });
+        // SAFETY: a valid output handle.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(MPI_INT, -2, 12, h) });
+        // SAFETY: a valid output handle.
+        let rc = handle_of(|h| unsafe { PMPI_Type_create_resized_c(MPI_INT, -2, 12, h) });
+        assert_eq!(fixed_args(v), (vec![3, 2, 4], vec![], vec![]));
+        assert_eq!(fixed_args(vc), (vec![], vec![], vec![3, 2, 4]));
+        assert_eq!(fixed_args(hv), (vec![3, 2], vec![40], vec![]));
+        assert_eq!(fixed_args(hvc), (vec![], vec![], vec![3, 2, 40]));
+        assert_eq!(fixed_args(r), (vec![], vec![-2, 12], vec![]));
+        assert_eq!(fixed_args(rc), (vec![], vec![], vec![-2, 12]));
+        // The layouts the iterator-fed `build` made: 3 blocks of 2 ints, 16 / 40 bytes
+        // apart.
+        for (t, step) in [(v, 16), (vc, 16), (hv, 40), (hvc, 40)] {
+            let t = lock().dtype(t).unwrap();
+            let disps: Vec<isize> = t.blocks.iter().map(|b| b.disp).collect();
+            assert_eq!((t.size, disps), (24, vec![0, step, 2 * step]));
+        }
+        let (null_i, null_c) = (std::ptr::null_mut::<c_int>(), std::ptr::null_mut::<i64>());
+        let (mut a, mut d) = ([0isize; 2], [0]);
+        // SAFETY: NULL only for the arrays the resized type has no values for.
+        let ok = unsafe {
+            PMPI_Type_get_contents_c(
+                r,
+                0,
+                2,
+                0,
+                1,
+                null_i,
+                a.as_mut_ptr(),
+                null_c,
+                d.as_mut_ptr(),
+            )
+        };
+        assert_eq!((ok, a, d), (MPI_SUCCESS, [-2, 12], [MPI_INT]));
+        // SAFETY: the library checks the NULL before writing.
+        let e = crate::ffi::quietly(|| unsafe {
+            PMPI_Type_get_contents(r, 0, 2, 1, null_i, std::ptr::null_mut(), d.as_mut_ptr())
+        });
+        assert_eq!(e.map_err(|e| e.code), Err(MPI_ERR_ARG));
+        // SAFETY: as above.
+        let e = crate::ffi::quietly(|| unsafe {
+            PMPI_Type_get_contents_c(
+                vc,
+                0,
+                0,
+                3,
+                1,
+                null_i,
+                std::ptr::null_mut(),
+                null_c,
+                d.as_mut_ptr(),
+            )
+        });
+        assert_eq!(e.map_err(|e| e.code), Err(MPI_ERR_ARG));
+        for t in [v, vc, hv, hvc, r, rc] {
+            free(t);
+        }
     }
 
     /// A struct of (vector, contiguous): `get_contents` returns the constituents' own

@@ -245,7 +245,7 @@ pub(crate) fn set_safe_point_work(work: fn()) {
 
 /// Runs the safe-point work if it is wanted (one relaxed load otherwise).
 #[inline(always)]
-fn safe_point() {
+pub(crate) fn safe_point() {
     if SAFE_POINT_WANTED.load(Ordering::Relaxed) {
         if let Some(work) = SAFE_POINT_WORK.get() {
             work();

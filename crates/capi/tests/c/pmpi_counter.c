@@ -5,9 +5,9 @@
 #include <mpi.h>
 #include <stdio.h>
 
-enum { INIT, SEND, RECV, ISEND, IRECV, WAIT, SENDRECV, BCAST, ALLREDUCE, BARRIER, N };
+enum { INIT, SEND, RECV, ISEND, IRECV, WAIT, SENDRECV, BCAST, ALLREDUCE, BARRIER, TYPE_FREE, N };
 static const char *names[N] = {"Init", "Send", "Recv", "Isend", "Irecv", "Wait",
-                               "Sendrecv", "Bcast", "Allreduce", "Barrier"};
+                               "Sendrecv", "Bcast", "Allreduce", "Barrier", "Type_free"};
 static long counts[N];
 
 int MPI_Init(int *argc, char ***argv)
@@ -72,6 +72,12 @@ int MPI_Barrier(MPI_Comm comm)
 {
     counts[BARRIER]++;
     return PMPI_Barrier(comm);
+}
+
+int MPI_Type_free(MPI_Datatype *dt)
+{
+    counts[TYPE_FREE]++;
+    return PMPI_Type_free(dt);
 }
 
 int MPI_Finalize(void)
