@@ -314,11 +314,10 @@ pub(crate) fn free(h: c_int) -> MpiResult {
         let ctx = eng.comm_context(c.ecomm).map_err(crate::backend::err)?;
         eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
         eng.comm_free(c.coll).map_err(crate::backend::err)?;
-        // An intercommunicator's ids stay taken: with them reused, `inter.c` (np 4) hangs
-        // in the nonblocking collectives of an intercommunicator's dup that took the ids
-        // of a dup freed just before (a message of the freed one, not yet found).
-        if ctx >= crate::ctxid::FIRST && !inter {
-            ctx::release(ctx, 2)?;
+        crate::ft::record::forget(ctx);
+        // An intercommunicator holds 4 ids (user, collective, local group, ULFM).
+        if ctx >= crate::ctxid::FIRST {
+            ctx::release(ctx, if inter { 4 } else { 2 })?;
         }
     }
     Ok(())

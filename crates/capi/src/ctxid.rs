@@ -14,6 +14,12 @@
 //! reused too, and creation fails with a clear error only when no run is free at every
 //! member.
 //!
+//! What the layers keep per communicator lives and dies with the communicator, never
+//! under its context id (a reused id would carry it over, counted differently at members
+//! that had different communicators on it): the nonblocking collectives number their
+//! schedules by the engine communicator's own sequence (`Engine::comm_next_seq`), and
+//! `MPI_Comm_free` drops the ULFM record of the id (`ft::record::forget`).
+//!
 //! Ids of a freed communicator with operations still pending on them (`MPI_Comm_free`
 //! lets them complete) are parked ([`Ids::park`]) and stay taken until the engine finds
 //! them idle ([`Ids::take_parked`], [`Ids::settle`]): a message of the old communicator

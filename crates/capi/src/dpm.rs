@@ -669,9 +669,12 @@ fn join_groups(
     } else {
         (b.to_vec(), a.to_vec())
     };
-    let swap = conn.as_mut().map(|c| Ok(move |l: &[u8]| c.swap(l)));
-    let x = exchange_with(&net, star, swap, contribution(&[])?, CONNECT_TAG)?;
-    let ctx = x.agree_ctx(4)?;
+    let mut round = |w: &[i32]| {
+        let swap = conn.as_mut().map(|c| Ok(move |l: &[u8]| c.swap(l)));
+        exchange_with(&net, star, swap, contribution(w)?, CONNECT_TAG)
+    };
+    let x = round(&[])?;
+    let ctx = x.agree_ctx(4, Some(&mut round))?;
     let h = make_inter(comm, ctx, local, remote)?;
     out(newcomm, h, "newcomm")
 }

@@ -10,8 +10,9 @@
 //! intercommunicator lives in a side table here ([`Inter`]): the remote group and an engine
 //! intracommunicator over the local group for the local phases of collectives.
 //!
-//! Context ids: every new intercommunicator takes three consecutive ids (`ctx` user,
-//! `ctx + 1` collective, `ctx + 2` local), agreed on by *all* members of both groups: each
+//! Context ids: every new intercommunicator takes four consecutive ids (`ctx` user,
+//! `ctx + 1` collective, `ctx + 2` local, `ctx + 3` the ULFM agreements' across jobs),
+//! returned at `MPI_Comm_free` (`comm::free`), agreed on by *all* members of both groups: each
 //! local group gathers its members' next free id at its leader, the two leaders swap their
 //! groups' contributions (over the peer communicator for `MPI_Intercomm_create`, over the
 //! intercommunicator's collective context otherwise) and each leader broadcasts both lists
@@ -270,13 +271,20 @@ pub(crate) struct Exchanged {
     pub remote: Vec<Vec<u8>>,
 }
 
+/// A second exchange over the same channel with other words (each member's contribution
+/// then carries them after its proposal): what [`Exchanged::agree_ctx`] needs for the
+/// masks of free pairs when the ids above every member's run out.
+pub(crate) type Again<'a> = &'a mut dyn FnMut(&[i32]) -> MpiResult<Exchanged>;
+
 impl Exchanged {
     /// The agreed context id (the maximum proposal of both groups); takes it and the
     /// next `span - 1` ids locally (4 for an intercommunicator, 2 for an
-    /// intracommunicator). The same at every member of both groups, as is the
-    /// `MPI_ERR_OTHER` error when the ids up to the limit are taken (no fallback to
-    /// masks here: freed ids come back when the last ones taken are freed).
-    pub(crate) fn agree_ctx(&self, span: u32) -> MpiResult<u32> {
+    /// intracommunicator). When that maximum reaches the limit, `again` exchanges every
+    /// member's mask of free pairs (`ctxid::Ids::free_mask`) and the lowest `span` ids free
+    /// at all of them are taken, as in `comm::agree_ctx_span`; without `again`, or with no
+    /// such run, the `MPI_ERR_OTHER` error. The same at every member of both groups (they
+    /// all see the same contributions).
+    pub(crate) fn agree_ctx(&self, span: u32, again: Option<Again<'_>>) -> MpiResult<u32> {
         let ctx = self
             .local
             .iter()
@@ -285,9 +293,32 @@ impl Exchanged {
             .max()
             .unwrap_or(0);
         let limit = crate::comm::ctx::limit()?;
-        if ctx.saturating_add(span) > limit {
-            return Err(crate::comm::ctx::exhausted(limit, span));
+        if ctx.saturating_add(span) <= limit {
+            lock().ids.take(ctx, span);
+            return Ok(ctx);
         }
+        let Some(again) = again else {
+            return Err(crate::comm::ctx::exhausted(limit, span));
+        };
+        crate::comm::ctx::settle_parked()?;
+        let mut and = lock().ids.free_mask(0, limit.min(crate::ctxid::MASK_LIMIT));
+        // Two words a 64-bit word of the mask, low half first.
+        let words: Vec<i32> = and
+            .iter()
+            .flat_map(|&w| [w as u32 as i32, (w >> 32) as u32 as i32])
+            .collect();
+        let x = again(&words)?;
+        let n = and.len();
+        for c in x.local.iter().chain(&x.remote) {
+            // A word missing from a contribution reads 0: no pair free there.
+            let theirs = (0..n).map(|k| {
+                u64::from(word(c, 1 + 2 * k) as u32) | u64::from(word(c, 2 + 2 * k) as u32) << 32
+            });
+            crate::ctxid::and_into(&mut and, theirs);
+        }
+        let Some(ctx) = crate::ctxid::pick(&and, span) else {
+            return Err(crate::comm::ctx::exhausted(limit, span));
+        };
         lock().ids.take(ctx, span);
         Ok(ctx)
     }
@@ -517,6 +548,8 @@ mpi_fn! {
         });
         let net = Net::new(local_comm)?;
         let t = CREATE_TAG | (tag & 0xf_ffff);
+        // The leader's partner again, for a second exchange (the masks' agreement).
+        let partner = swap.as_ref().map(|s| s.as_ref().ok().copied());
         let x = exchange(&net, star, swap, contribution(&[me])?, t)?;
         let local: Vec<i32> = x.local.iter().map(|c| word(c, 1)).collect();
         let remote: Vec<i32> = x.remote.iter().map(|c| word(c, 1)).collect();
@@ -526,7 +559,12 @@ mpi_fn! {
         if remote.is_empty() {
             return Err(MpiError::new(MPI_ERR_COMM, "empty remote group").on(local_comm));
         }
-        let ctx = x.agree_ctx(4)?;
+        let mut again = |w: &[i32]| {
+            let lost = || MpiError::new(MPI_ERR_INTERN, "no peer for the second exchange");
+            let swap = partner.map(|p| p.ok_or_else(lost));
+            exchange(&net, star, swap, contribution(w)?, t)
+        };
+        let ctx = x.agree_ctx(4, Some(&mut again))?;
         let h = make_inter(local_comm, ctx, local, remote)?;
         out(newintercomm, h, "newintercomm")
     }
@@ -553,7 +591,7 @@ mpi_fn! {
         } else {
             l.remote_group.iter().chain(&l.local_group).copied().collect()
         };
-        let ctx = x.agree_ctx(2)?;
+        let ctx = x.agree_ctx(2, Some(&mut |w: &[i32]| l.exchange(w)))?;
         let h = crate::comm::make::make_comm(intercomm, ctx, group)?;
         out(newintracomm, h, "newintracomm")
     }
@@ -567,7 +605,9 @@ pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult<c_int> {
     if newcomm.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
     }
-    let ctx = l.exchange(&[])?.agree_ctx(4)?;
+    let ctx = l
+        .exchange(&[])?
+        .agree_ctx(4, Some(&mut |w: &[i32]| l.exchange(w)))?;
     make_inter(comm, ctx, l.local_group, l.remote_group)
 }
 
@@ -595,7 +635,7 @@ pub(crate) fn split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) 
         return Err(MpiError::new(MPI_ERR_ARG, format!("invalid color {color}")).on(comm));
     }
     let x = l.exchange(&[color, key])?;
-    let ctx = x.agree_ctx(4)?;
+    let ctx = x.agree_ctx(4, Some(&mut |w: &[i32]| l.exchange(w)))?;
     let local = by_color(&x.local, &l.local_group, color);
     let remote = by_color(&x.remote, &l.remote_group, color);
     if color == MPI_UNDEFINED || remote.is_empty() {
@@ -631,7 +671,7 @@ pub(crate) fn create(comm: c_int, group: c_int, newcomm: *mut c_int) -> MpiResul
         }
     }
     let x = l.exchange(&ranks)?;
-    let ctx = x.agree_ctx(4)?;
+    let ctx = x.agree_ctx(4, Some(&mut |w: &[i32]| l.exchange(w)))?;
     // Every member passes the same group; the leaders' contributions are used.
     let pick = |c: &Vec<u8>, g: &[i32]| -> Vec<i32> {
         (1..c.len() / 4)

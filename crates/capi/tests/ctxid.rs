@@ -33,9 +33,9 @@ fn passes(exe: &Path, n: usize, opts: &[&str], env: &[(&str, &OsStr)], args: &[&
     assert!(out.lines().any(|l| l == want), "{what}: {out}");
 }
 
-/// `MPI_Comm_dup`, `MPI_Comm_split` and `MPI_Comm_create` with `MPI_Comm_free`, 20000
-/// times each on 2 and 4 ranks, the ids capped at 64 (ids only grew before), and
-/// `MPI_Intercomm_create` uncapped (its ids are not reused yet).
+/// `MPI_Comm_dup`, `MPI_Comm_split`, `MPI_Comm_create` and `MPI_Intercomm_create` with
+/// `MPI_Comm_free`, 20000 times each on 2 and 4 ranks, the ids capped at 64 (ids only grew
+/// before; an intercommunicator's 4 ids were not returned at free).
 #[test]
 fn twenty_thousand_communicators_made_and_freed() {
     let dir = Scratch::new("ctxid-loops");
@@ -43,11 +43,27 @@ fn twenty_thousand_communicators_made_and_freed() {
     // Within 64 ids: every loop needs the freed ids back (30 pairs).
     let cap = ["--mca", "mpi_max_context_ids", "64"];
     for n in [2, 4] {
-        for part in ["dup", "split", "create"] {
+        for part in ["dup", "split", "create", "inter"] {
             passes(&exe, n, &cap, &[], &[part]);
         }
-        // Intercommunicators' ids are not reused yet: uncapped.
-        passes(&exe, n, &[], &[], &["inter"]);
+    }
+}
+
+/// A communicator that reuses the ids of a freed one starts its own counts afresh at every
+/// member: members of a communicator that the other ranks are not in run 1-3 nonblocking
+/// collectives (and an `MPIX_Comm_agree`) on it and free it; the dup of the parent made
+/// next takes its ids and its nonblocking collective (and agreement) must match at every
+/// member. Before, the schedules' tags (and the agreements') were numbered per context
+/// id, which the members had counted differently: the dup's `MPI_Iallreduce` hung (also
+/// `inter.c` on 4 ranks once intercommunicators' ids were returned).
+#[test]
+fn a_reused_id_starts_its_counts_afresh() {
+    let dir = Scratch::new("ctxid-stale");
+    let exe = build("ctx_reuse.c", &dir.0);
+    let cap = ["--mca", "mpi_max_context_ids", "64"];
+    for n in [3, 4] {
+        passes(&exe, n, &cap, &[], &["stale", "50"]);
+        passes(&exe, n, &cap, &[], &["stale-inter", "50"]);
     }
 }
 
@@ -70,7 +86,9 @@ fn ids_with_a_pending_receive_are_not_reused() {
 /// Eight communicators alive, the oldest freed for each new one (by dup, idup and
 /// create_group in turn): the ids above every member's run out at the cap, and the
 /// agreement on masks of free pairs reuses the freed ones below (3000 communicators
-/// within 64 ids).
+/// within 64 ids); the same with four intercommunicators alive (by
+/// `MPI_Intercomm_create` and `MPI_Comm_dup` in turn, 1000 within 64 ids), whose
+/// agreement exchanges the masks over the peer communicator or the intercommunicator.
 #[test]
 fn communicators_freed_oldest_first_reuse_ids_by_masks() {
     let dir = Scratch::new("ctxid-window");
@@ -78,6 +96,8 @@ fn communicators_freed_oldest_first_reuse_ids_by_masks() {
     let cap = ["--mca", "mpi_max_context_ids", "64"];
     for n in [2, 3] {
         passes(&exe, n, &cap, &[], &["window", "3000"]);
+        // 4 intercommunicators alive (16 ids, 15 groups of 4 below 64).
+        passes(&exe, n, &cap, &[], &["inter-window", "1000"]);
     }
 }
 
@@ -105,7 +125,7 @@ fn holding_every_id_fails_with_one_line() {
 
 /// Under `pml cm` over `tcp;ofi_rxm` the tag's context field carries 8176 ids (4086
 /// pairs after world's and self's; 4080 ids, 2038 pairs with the collectives' mark): a
-/// dup loop of 5000 passes it (before, the 4087th failed its first send with
+/// dup loop of 5000 (and an intercommunicator loop of 5000) passes it (before, the 4087th failed its first send with
 /// `MPI_ERR_UNSUPPORTED_OPERATION`), and holding them all fails the next dup with
 /// `MPI_ERR_OTHER`.
 #[test]
@@ -118,6 +138,8 @@ fn pml_cm_reuses_the_ids_its_tag_carries() {
     let cm = ["--mca", "pml", "cm", "--mca", "btl", "self,ofi"];
     let env = [("FI_PROVIDER", OsStr::new("tcp;ofi_rxm"))];
     passes(&exe, 2, &cm, &env, &["dup", "5000"]);
+    // 4 ids an intercommunicator: 20000 ids made.
+    passes(&exe, 2, &cm, &env, &["inter", "5000"]);
     let out = success(
         &run(&exe, 2, &cm, &env, &["hold"]),
         "ctx_reuse hold under pml cm",

@@ -624,6 +624,16 @@ impl Engine {
         self.lock().comm_create(ctx, group, remote)
     }
 
+    /// Takes the next number of `comm`'s own sequence: 0, 1, 2, ... from the communicator's
+    /// making (the collectives number their schedules with it, every member in the same
+    /// order). It lives and dies with the communicator: a new communicator that reuses a
+    /// freed one's context id starts at 0 at every member, whatever the freed one counted
+    /// at each (a count kept by context id would carry over, and differ between members
+    /// that made different communicators on the same id).
+    pub fn comm_next_seq(&self, comm: CommId) -> Result<u32, Error> {
+        self.lock().comm_next_seq(comm)
+    }
+
     /// Whether the context ids `ctx..ctx + span` may serve a new communicator: no live
     /// communicator has one, and nothing of a freed one is left on them (a posted receive,
     /// an unexpected or matched-probe message; under `pml cm`, no receive of any freed

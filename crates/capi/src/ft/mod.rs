@@ -18,6 +18,7 @@
 //! which the payload repeats (stale messages of an earlier agreement are dropped).
 
 pub(crate) mod agree;
+pub(crate) mod record;
 #[cfg(test)]
 mod tests;
 
@@ -26,30 +27,14 @@ use crate::consts::*;
 use crate::ffi::{out, MpiError, MpiResult};
 use crate::state::lock;
 use agree::{Agreement, Value};
-use std::collections::BTreeMap;
+use record::{with_comm, COMMS};
 use std::ffi::c_int;
 use std::sync::atomic::AtomicI32;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Context id of the agreements' communicator (far above what the context allocator
 /// hands out).
 const FT_CTX: u32 = u32::MAX - 1;
-
-/// Per communicator (by its point-to-point context id): agreements started and the
-/// failures acknowledged (world ranks).
-#[derive(Default)]
-struct FtComm {
-    seq: u32,
-    acked: Vec<i32>,
-}
-
-static COMMS: Mutex<BTreeMap<u32, FtComm>> = Mutex::new(BTreeMap::new());
-
-/// The ULFM record of the communicator with context `ctx`, under the lock.
-fn with_comm<R>(ctx: u32, f: impl FnOnce(&mut FtComm) -> R) -> R {
-    let mut m = COMMS.lock().unwrap_or_else(|e| e.into_inner());
-    f(m.entry(ctx).or_default())
-}
 
 /// The agreements' engine communicator (made on first use; making it is local).
 fn ft_comm() -> MpiResult<EComm> {

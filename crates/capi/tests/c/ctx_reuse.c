@@ -6,11 +6,23 @@
  *                                          (freed oldest first, so freed ids are not the
  *                                          last taken), made in turn by MPI_Comm_dup,
  *                                          MPI_Comm_idup and MPI_Comm_create_group
+ *   ctx_reuse inter-window [N]             the same with intercommunicators (4 ids each),
+ *                                          made in turn by MPI_Intercomm_create and
+ *                                          MPI_Comm_dup of the newest one alive
  *   ctx_reuse pending                      (3 ranks) rank 1 frees a communicator with an
  *                                          MPI_ANY_SOURCE receive pending on it, which
  *                                          rank 2 matches only after ranks 0 and 1 made
  *                                          and used a new communicator: the new one must
  *                                          not take the freed one's ids meanwhile
+ *   ctx_reuse stale|stale-inter [N]        members of a communicator the other ranks are
+ *                                          not in (MPI_Comm_split with MPI_UNDEFINED; of an
+ *                                          intercommunicator, MPI_Comm_create of each
+ *                                          side's first rank) run 1-3 nonblocking
+ *                                          collectives on it (stale: and an MPIX_Comm_agree)
+ *                                          and free it; a dup of the parent made next takes
+ *                                          its ids at every member and must run its own
+ *                                          the same way everywhere (the per-communicator
+ *                                          counts of the freed one must not carry over)
  *   ctx_reuse hold                         dup until creation fails; report the class and
  *                                          message, free everything, then dup once more
  *   ctx_reuse hold fatal                   the same under MPI_ERRORS_ARE_FATAL: the job
@@ -122,6 +134,99 @@ int main(int argc, char **argv) {
         }
         MPI_Comm_free(&p);
         MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) printf("ctx_reuse: %s passed\n", part);
+    } else if (!strcmp(part, "stale")) {
+        for (i = 0; i < n; i++) {
+            MPI_Comm sub, d;
+            MPI_Request q;
+            int v = 1, s = 0, k, flag;
+            MPI_Comm_split(MPI_COMM_WORLD, rank < size - 1 ? 0 : MPI_UNDEFINED, 0, &sub);
+            if (sub != MPI_COMM_NULL) {
+                for (k = 0; k <= i % 3; k++) {
+                    MPI_Ibarrier(sub, &q);
+                    MPI_Wait(&q, MPI_STATUS_IGNORE);
+                }
+                flag = 1;
+                err = MPIX_Comm_agree(sub, &flag);
+                if (err != MPI_SUCCESS) fail("MPIX_Comm_agree(sub)", i, err);
+                MPI_Comm_free(&sub);
+            }
+            err = MPI_Comm_dup(MPI_COMM_WORLD, &d);
+            if (err != MPI_SUCCESS) fail("MPI_Comm_dup", i, err);
+            err = MPI_Iallreduce(&v, &s, 1, MPI_INT, MPI_SUM, d, &q);
+            if (err == MPI_SUCCESS) err = MPI_Wait(&q, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS || s != size) fail("MPI_Iallreduce on the dup", i, err);
+            flag = 1;
+            err = MPIX_Comm_agree(d, &flag);
+            if (err != MPI_SUCCESS || flag != 1) fail("MPIX_Comm_agree on the dup", i, err);
+            check(d, i);
+            MPI_Comm_free(&d);
+        }
+        if (rank == 0) printf("ctx_reuse: %s passed\n", part);
+    } else if (!strcmp(part, "stale-inter")) {
+        for (i = 0; i < n; i++) {
+            MPI_Comm half, ic, cr, d;
+            MPI_Group lg, first;
+            MPI_Request q;
+            int color = rank % 2, zero = 0, v = 1, s = 0, rsize, k;
+            MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+            err = MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - color, 5, &ic);
+            if (err != MPI_SUCCESS) fail("MPI_Intercomm_create", i, err);
+            MPI_Comm_free(&half);
+            MPI_Comm_remote_size(ic, &rsize);
+            MPI_Comm_group(ic, &lg);
+            MPI_Group_incl(lg, 1, &zero, &first);
+            err = MPI_Comm_create(ic, first, &cr);
+            if (err != MPI_SUCCESS) fail("MPI_Comm_create(intercommunicator)", i, err);
+            if (cr != MPI_COMM_NULL) {
+                for (k = 0; k <= i % 3; k++) {
+                    MPI_Ibarrier(cr, &q);
+                    MPI_Wait(&q, MPI_STATUS_IGNORE);
+                }
+                MPI_Comm_free(&cr);
+            }
+            MPI_Group_free(&first);
+            MPI_Group_free(&lg);
+            err = MPI_Comm_dup(ic, &d);
+            if (err != MPI_SUCCESS) fail("MPI_Comm_dup(intercommunicator)", i, err);
+            /* The sum of the remote group's ones. */
+            err = MPI_Iallreduce(&v, &s, 1, MPI_INT, MPI_SUM, d, &q);
+            if (err == MPI_SUCCESS) err = MPI_Wait(&q, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS || s != rsize) fail("MPI_Iallreduce on the dup", i, err);
+            MPI_Comm_free(&d);
+            MPI_Comm_free(&ic);
+        }
+        if (rank == 0) printf("ctx_reuse: %s passed\n", part);
+    } else if (!strcmp(part, "inter-window")) {
+        enum { W = 4 };
+        MPI_Comm w[W], half;
+        int color = rank % 2;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+        for (i = 0; i < W; i++) w[i] = MPI_COMM_NULL;
+        for (i = 0; i < n; i++) {
+            MPI_Comm *c = &w[i % W], newest = w[(i + W - 1) % W];
+            int r, got = -1;
+            if (*c != MPI_COMM_NULL) {
+                err = MPI_Comm_free(c);
+                if (err != MPI_SUCCESS) fail("MPI_Comm_free", i, err);
+            }
+            if (i % 2 == 0 || newest == MPI_COMM_NULL) {
+                err = MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - color, 6, c);
+                if (err != MPI_SUCCESS) fail("MPI_Intercomm_create", i, err);
+            } else {
+                err = MPI_Comm_dup(newest, c);
+                if (err != MPI_SUCCESS) fail("MPI_Comm_dup(intercommunicator)", i, err);
+            }
+            MPI_Comm_rank(*c, &r);
+            /* Local rank 0 of each side swaps with the other side's rank 0. */
+            if (r == 0) {
+                err = MPI_Sendrecv(&i, 1, MPI_INT, 0, 3, &got, 1, MPI_INT, 0, 3, *c, MPI_STATUS_IGNORE);
+                if (err != MPI_SUCCESS || got != i) fail("intercommunicator exchange", i, err);
+            }
+        }
+        for (i = 0; i < W; i++)
+            if (w[i] != MPI_COMM_NULL) MPI_Comm_free(&w[i]);
+        MPI_Comm_free(&half);
         if (rank == 0) printf("ctx_reuse: %s passed\n", part);
     } else if (!strcmp(part, "window")) {
         enum { W = 8 };

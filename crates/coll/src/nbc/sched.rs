@@ -34,10 +34,8 @@ use crate::sm::{Seg, SmKind};
 use crate::tune::{self, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{Error, ErrorClass, ReqId, PROC_NULL, TAG_MARK};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
 
 /// First tag of nonblocking collective schedules (then `+ seq mod 2^16 + sub * 2^16`).
 const TAG_ICOLL_BASE: i32 = 1 << 21;
@@ -56,9 +54,6 @@ pub(crate) fn sm_tag(seq: u64) -> i32 {
     TAG_SM_V_BASE + (seq & 0xf_ffff) as i32
 }
 
-/// Next schedule sequence number per collective context id.
-static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
-
 /// Schedules planned so far in this process ([`planned`]).
 static PLANNED: AtomicU64 = AtomicU64::new(0);
 
@@ -69,14 +64,11 @@ pub fn planned() -> u64 {
     PLANNED.load(Ordering::Relaxed)
 }
 
-/// The communicator's next schedule tag (see [`Schedule::new`]).
+/// The communicator's next schedule tag (see [`Schedule::new`]): from the sequence of
+/// the engine communicator the traffic travels on (`Engine::comm_next_seq`), which starts
+/// at 0 with it, also when it reuses the context id of a freed one.
 fn next_tag(cc: &CollComm) -> Result<i32> {
-    let ctx = cc.e.comm_context(cc.shadow)?;
-    let mut g = SEQ.lock().unwrap_or_else(|p| p.into_inner());
-    let m = g.get_or_insert_with(HashMap::new);
-    let s = m.entry(ctx).or_insert(0);
-    let v = *s;
-    *s = s.wrapping_add(1);
+    let v = cc.e.comm_next_seq(cc.shadow)?;
     Ok(TAG_ICOLL_BASE + (v & 0xffff) as i32)
 }
 

@@ -23,6 +23,9 @@ pub(crate) struct Comm {
     /// The same counters per peer rank (indexed like `remote`), allocated when the first
     /// reader starts and counted, like `stats`, only while `watched` is not 0.
     pub(crate) peer_stats: Vec<super::stats::CommStats>,
+    /// The next number of its sequence (`Engine::comm_next_seq`): 0 when it is made, so a
+    /// communicator that reuses a freed one's context id starts afresh at every member.
+    pub(crate) seq: u32,
 }
 
 impl Comm {
@@ -119,6 +122,7 @@ impl State {
             stats: Default::default(),
             watched: 0,
             peer_stats: Vec::new(),
+            seq: 0,
         }));
         self.ctx_comm.insert(ctx, id);
         Ok(CommId(id))
@@ -139,6 +143,20 @@ impl State {
                 self.comms_watched -= 1;
             }
         }
+    }
+
+    /// The next number of `comm`'s sequence (see `Engine::comm_next_seq`).
+    pub(crate) fn comm_next_seq(&mut self, comm: CommId) -> Result<u32, Error> {
+        let c = self
+            .comms
+            .get_mut(comm.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| {
+                Error::arg(ErrorClass::Comm, format!("invalid communicator {}", comm.0))
+            })?;
+        let v = c.seq;
+        c.seq = v.wrapping_add(1);
+        Ok(v)
     }
 
     /// Whether context ids `ctx..ctx + span` are idle (see `Engine::contexts_idle`).

@@ -147,6 +147,7 @@ impl State {
             stats: Default::default(),
             watched: 0,
             peer_stats: Vec::new(),
+            seq: 0,
         };
         let selfc = Comm {
             ctx: 1,
@@ -156,6 +157,7 @@ impl State {
             stats: Default::default(),
             watched: 0,
             peer_stats: Vec::new(),
+            seq: 0,
         };
         State {
             me,

@@ -1806,3 +1806,30 @@ fn until_counts(e: &Engine, pollers: u32, sleepers: usize) {
         std::thread::yield_now();
     }
 }
+
+/// A communicator's sequence (`Engine::comm_next_seq`, which numbers the collectives'
+/// schedules) starts at 0 with the communicator: engines 0 and 1 count 3 on a communicator
+/// with context id 10 that engine 2 is not in, free it, and a new communicator of all
+/// three on id 10 starts at 0 everywhere (counted per context id, engines 0 and 1 would
+/// start at 3 and their schedules' tags would not match engine 2's).
+#[test]
+fn a_reused_context_id_starts_its_sequence_at_zero() {
+    let net = Net::new(3, 64);
+    for e in &net.e[..2] {
+        let pair = e.comm_create(10, vec![0, 1]).expect("comm 0-1");
+        let counted: Vec<u32> = (0..3).map(|_| e.comm_next_seq(pair).unwrap()).collect();
+        assert_eq!(counted, vec![0, 1, 2]);
+        e.comm_free(pair).expect("free");
+        assert!(
+            e.comm_next_seq(pair).is_err(),
+            "a freed communicator has none"
+        );
+    }
+    for e in &net.e {
+        let all = e.comm_create(10, vec![0, 1, 2]).expect("comm of all");
+        assert_eq!(e.comm_next_seq(all).unwrap(), 0);
+        assert_eq!(e.comm_next_seq(all).unwrap(), 1);
+        // World's own sequence is apart.
+        assert_eq!(e.comm_next_seq(WORLD).unwrap(), 0);
+    }
+}
