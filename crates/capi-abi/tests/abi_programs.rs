@@ -646,8 +646,8 @@ fn a_preloaded_pmpi_tool_sees_the_user_calls_in_the_standard_abi() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(
         out,
-        "pmpi rank 0: Init=1 Send=3 Recv=0 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
-         pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+        "pmpi rank 0: Init=1 Send=3 Recv=0 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1 Type_free=5\n\
+         pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1 Type_free=5\n\
          pmpi_app: all checks passed\n"
     );
 }
