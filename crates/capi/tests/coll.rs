@@ -405,6 +405,26 @@ fn large_reduces_np2_to_8() {
     }
 }
 
+/// Reduce-scatters through the nonblocking large region with the ranks pinned to CPUs
+/// round-robin (`tests/c/coll_rs_cpu.c`: rank r on the r-th CPU it may use, modulo their
+/// number), where commutative operations on equal blocks fold by CPU and cross CPUs once
+/// per block: reduce_scatter_block and reduce_scatter with equal counts (in place and not,
+/// 17 KiB to 512 KiB vectors), uneven counts and a non-commutative op (the rank-order fold),
+/// checked element by element. At np 3 (CPUs of 2 and 1 ranks on 2 CPUs), 4, 5 and 8.
+#[test]
+fn reduce_scatters_by_cpu_np3_to_8() {
+    let dir = Scratch::new("coll-rs-cpu");
+    let exe = build("coll_rs_cpu.c", &dir.0);
+    for n in [3, 4, 5, 8] {
+        let out = run_args(&exe, n, &[], &[]);
+        assert!(
+            out.lines()
+                .any(|l| l == "coll_rs_cpu: all checks passed (96)"),
+            "coll_rs_cpu on {n} ranks did not finish:\n{out}"
+        );
+    }
+}
+
 /// Allgather(v) past the segment's blocks (`tests/c/coll_allgather_big.c`), whose first
 /// exchange out of place sends our block from the send buffer: sizes around 4 KiB and up
 /// to 256 KiB, `MPI_INT`, a strided type, uneven and empty allgatherv blocks, at np 2 to 5

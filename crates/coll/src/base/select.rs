@@ -750,7 +750,8 @@ pub fn reduce_scatter(
     if counts.len() == a.size as usize && full.len() >= total && out.len() >= counts[me] {
         let at = counts[..me].iter().sum();
         let geom = (at, counts[me], total, mark);
-        if reduce_scatter_large(a, Some(&full[..total]), out, geom, op.f)? {
+        let grouped = op.commutative && mark == 0;
+        if reduce_scatter_large(a, Some(&full[..total]), out, geom, op.f, grouped)? {
             return Ok(());
         }
     }
@@ -851,7 +852,8 @@ pub fn reduce_scatter_direct_as<F: Fn(&[u8], &mut [u8])>(
         seg.reduce_scatter_pull(send, buf, (at, n, total, mark), commutative, f)?;
         return Ok(true);
     }
-    reduce_scatter_large(a, send, buf, (at, n, total, mark), f)
+    let grouped = commutative && mark == 0;
+    reduce_scatter_large(a, send, buf, (at, n, total, mark), f, grouped)
 }
 
 // `reduce_scatter_direct` asks for the segment's buffers first for vectors of up to `DATA`
@@ -872,14 +874,16 @@ fn progress_nb() {
 /// ([`sm::Seg::reduce_scatter_large`]: each rank copies its vector into its slot and folds
 /// its block of every slot, one handoff where the ring waits `p - 1` times for a
 /// neighbour, each a context switch when ranks share cores). Arguments as for
-/// [`reduce_scatter_direct`]; false (nothing done, on every rank alike) when it does not
-/// apply.
+/// [`reduce_scatter_direct`]; `grouped`: the blocks are alike and the operation is
+/// commutative, so that ranks pinned to CPUs may fold by CPU ([`sm::Seg::reduce_scatter_large`]).
+/// False (nothing done, on every rank alike) when it does not apply.
 fn reduce_scatter_large(
     a: &CollComm,
     send: Option<&[u8]>,
     buf: &mut [u8],
     (at, n, total, mark): (usize, usize, usize, usize),
     f: &dyn Fn(&[u8], &mut [u8]),
+    grouped: bool,
 ) -> Result<bool> {
     if !sm::large_fits(a, total) {
         return Ok(false);
@@ -890,7 +894,7 @@ fn reduce_scatter_large(
     // Our length at the sequence number where the other paths post theirs (erroneous
     // counts fail on every rank, [`reduce_scatter`]; with the counts' mark).
     seg.reduction_gate(total | mark, "reduce_scatter")?;
-    if !seg.reduce_scatter_large(send, buf, (at, n, total), f, &progress_nb) {
+    if !seg.reduce_scatter_large(send, buf, (at, n, total), (f, grouped), &progress_nb) {
         return Err(crate::arg_err(
             oxmpi_engine::ErrorClass::Count,
             "reduce_scatter: block outside the vector",

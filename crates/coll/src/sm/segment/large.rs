@@ -149,6 +149,9 @@ pub(crate) struct Large {
     sent: usize,
     /// A phased reduce-scatter: the phases we folded out of every slot.
     read: usize,
+    /// A blocking reduce-scatter of equal blocks with a commutative operation: it may go
+    /// by CPU ([`Seg::rs_grouped`]).
+    grouped: bool,
 }
 
 /// Bytes and offset of slice `i` of `p` of an `n`-byte vector of `elem`-byte elements
@@ -428,6 +431,11 @@ impl Seg {
                 // every rank of this path sees it alike.
                 if differ(0..p) {
                     return Some(false);
+                }
+                if st.grouped && self.rs_grouped(n, len) {
+                    // SAFETY: every rank stamped `k` (acquired above) and runs this path
+                    // (the same `n`, `len`, CPUs and flag everywhere); `output` holds `len`.
+                    return unsafe { self.rs_grouped_step(st, k, (at, len, n), output.0, f) };
                 }
                 // Our own contribution too from our slot: in place our block of the output
                 // is the start of our input.
@@ -751,14 +759,16 @@ impl Seg {
     /// vector, goes to `buf[..len]`; `f` computes `inout = in ∘ inout`. A collective of the
     /// nonblocking sequence (taken in MPI's collective order, as the nonblocking ones are):
     /// it posts, then polls the engine and `poll` (the pending nonblocking collectives,
-    /// which may hold the region) until every rank has posted. False (nothing computed) for
-    /// lengths that do not fit (the same on every rank).
+    /// which may hold the region) until every rank has posted. `grouped` (the blocks are
+    /// alike and `f` commutes; the same on every rank): ranks pinned to CPUs fold by CPU
+    /// ([`Seg::rs_grouped_step`]). False (nothing computed) for lengths that do not fit
+    /// (the same on every rank).
     pub fn reduce_scatter_large(
         &self,
         send: Option<&[u8]>,
         buf: &mut [u8],
         (at, len, total): (usize, usize, usize),
-        f: Fold<'_>,
+        (f, grouped): (Fold<'_>, bool),
         poll: &dyn Fn(),
     ) -> bool {
         if send.map_or(buf.len(), <[u8]>::len) < total || buf.len() < len {
@@ -772,7 +782,7 @@ impl Seg {
         // SAFETY: `input` holds `total` bytes and `buf` has room for `len` (checked); in
         // place the input is `buf` itself, read only when posting, before the result is
         // written; every rank reduces the same `total` bytes (MPI's counts).
-        unsafe { self.large_blocking(red, (input, total), (out, len), (f, 1), poll) }
+        unsafe { self.large_blocking_as(red, (input, total), (out, len), (f, 1), poll, grouped) }
     }
 
     /// Reduce-scatter of `p` equal blocks of `block` bytes (whole `elem`-byte elements; the
@@ -850,8 +860,26 @@ impl Seg {
         fold: (Fold<'_>, usize),
         poll: &dyn Fn(),
     ) -> bool {
+        // SAFETY: caller contract.
+        unsafe { self.large_blocking_as(red, input, output, fold, poll, false) }
+    }
+
+    /// [`Seg::large_blocking`], `grouped` as [`Large::grouped`] (the same on every rank).
+    ///
+    /// # Safety
+    /// As for [`Seg::large_blocking`].
+    unsafe fn large_blocking_as(
+        &self,
+        red: Reduction,
+        input: (*const u8, usize),
+        output: (*mut u8, usize),
+        fold: (Fold<'_>, usize),
+        poll: &dyn Fn(),
+        grouped: bool,
+    ) -> bool {
         let k = self.open_nb();
         let mut st = self.open_large(k);
+        st.grouped = grouped;
         let mut spins = 0u32;
         let ok = loop {
             // SAFETY: caller contract; `k` is open (closed below).
@@ -875,9 +903,151 @@ impl Seg {
     }
 }
 
+/// Smallest vector of a reduce-scatter by CPU ([`Seg::rs_grouped`]): below, the wait for
+/// the other CPUs' partials costs more than the bytes it keeps on a CPU (np=8 cyclic, near
+/// vCPUs, load 8: 8 KiB vectors 26-36 against 161-198 us; 32 KiB level; 128 KiB 358 against
+/// 263).
+const RS_GROUPED_MIN: usize = 128 << 10;
+
+/// Where rank `r`'s block gets the partial of CPU `cpu`'s ranks in a reduce-scatter by
+/// CPU ([`Seg::rs_grouped_step`]), `cpus` per rank as [`Seg::cpu`] (`r` not on `cpu`): the
+/// rank of `cpu` that folds it and the index of the partial among that rank's. The ranks
+/// of other CPUs than `cpu`'s, in rank order, go round-robin to `cpu`'s ranks.
+pub(crate) fn rs_provider(cpus: &[u32], cpu: u32, r: usize) -> (usize, usize) {
+    let group: Vec<usize> = (0..cpus.len()).filter(|&q| cpus[q] == cpu).collect();
+    let j = (0..r).filter(|&q| cpus[q] != cpu).count();
+    (group[j % group.len()], j / group.len())
+}
+
+impl Seg {
+    /// Whether a blocking reduce-scatter of equal `len`-byte blocks of an `n`-byte vector
+    /// with a commutative operation goes by CPU ([`Seg::rs_grouped_step`]): at most 64
+    /// ranks, every rank pinned to one CPU, at least two CPUs and one with two ranks, at
+    /// least [`RS_GROUPED_MIN`] bytes and room in a slot for the vector and the partials.
+    /// The same answer on every rank.
+    fn rs_grouped(&self, n: usize, len: usize) -> bool {
+        let p = self.size;
+        if p > 64 || len.checked_mul(p) != Some(n) || n < RS_GROUPED_MIN || 2 * n > NB_LARGE_MAX {
+            return false;
+        }
+        if (0..p).any(|r| self.cpus[r] == 0) {
+            return false;
+        }
+        let shared = (0..p).any(|r| (0..r).any(|q| self.cpus[q] == self.cpus[r]));
+        let several = (0..p).any(|r| self.cpus[r] != self.cpus[0]);
+        shared && several
+    }
+
+    /// A reduce-scatter of equal blocks by CPU, every rank's vector in its slot (stamped
+    /// `k`, acquired, and of our length): for each block of a rank of another CPU, one rank
+    /// of ours ([`rs_provider`]) folds our CPU's contributions to it into its slot after the
+    /// vector and marks them (the first word of its post); each rank folds its CPU's
+    /// contributions to its own block, then the partial of every other CPU once marked.
+    /// One block a rank crosses CPUs, where every rank folding its block out of every slot
+    /// reads the blocks of all the ranks of the other CPUs there (np=8 cyclic 64 KiB: 2 MiB
+    /// a call against 512 KiB). Commutative operations only: the order of the folds
+    /// follows the CPUs, not the ranks.
+    ///
+    /// # Safety
+    /// Every rank stamped `k` (acquired) with our length and runs this path; `out` is
+    /// writable for `len` bytes until the collective ends; `at + len <= n`.
+    unsafe fn rs_grouped_step(
+        &self,
+        st: &mut Large,
+        k: u64,
+        (at, len, n): (usize, usize, usize),
+        out: *mut u8,
+        f: Fold<'_>,
+    ) -> Option<bool> {
+        let (me, p) = (self.rank, self.size);
+        let mine = self.cpus[me];
+        let view = |r: usize, o: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired) after filling its slot's first `n`
+            // bytes, and marked (acquired) before we read its partials past them; it
+            // leaves them alone until we finish `k`; `o + len <= 2 n <= NB_LARGE_MAX`.
+            unsafe { std::slice::from_raw_parts(self.large_slot(r).add(o).cast_const(), len) }
+        };
+        // SAFETY: `out` is writable for `len` bytes (caller contract), no other view of it.
+        let acc = unsafe { std::slice::from_raw_parts_mut(out, len) };
+        // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
+        let mark = |r: usize| unsafe { self.nb_word(r, k, 0) };
+        let group: Vec<usize> = (0..p).filter(|&r| self.cpus[r] == mine).collect();
+        if !st.folded {
+            for b in (0..p).filter(|&b| self.cpus[b] != mine) {
+                let (r, q) = rs_provider(&self.cpus, mine, b);
+                if r != me {
+                    continue;
+                }
+                // SAFETY: our own slot past the vector (`n + (q + 1) len <= 2 n`: `q` is
+                // below the ranks of other CPUs), read by others only once we mark it.
+                let part = unsafe {
+                    std::slice::from_raw_parts_mut(self.large_slot(me).add(n + q * len), len)
+                };
+                part.copy_from_slice(view(group[0], b * len));
+                for &g in &group[1..] {
+                    f(view(g, b * len), part);
+                }
+            }
+            mark(me).store(k, Ordering::Release);
+            acc.copy_from_slice(view(group[0], at));
+            for &g in &group[1..] {
+                f(view(g, at), acc);
+            }
+            st.folded = true;
+        }
+        let mut all = true;
+        let mut seen: u64 = 0;
+        for c in (0..p).map(|r| self.cpus[r]).filter(|&c| c != mine) {
+            let (r, q) = rs_provider(&self.cpus, c, me);
+            if seen & 1 << r != 0 {
+                continue;
+            }
+            seen |= 1 << r;
+            if st.got & 1 << r != 0 {
+                continue;
+            }
+            if mark(r).load(Ordering::Acquire) != k {
+                all = false;
+                continue;
+            }
+            f(view(r, n + q * len), acc);
+            st.got |= 1 << r;
+        }
+        all.then_some(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{rs_phases, slice, NB_LARGE_MAX};
+    use super::{rs_phases, rs_provider, slice, NB_LARGE_MAX};
+
+    /// The partials of a reduce-scatter by CPU: each block of a rank off CPU `c` has one
+    /// folder on `c`, the folders share them evenly and each one's indices are 0, 1, ...
+    #[test]
+    fn providers_share_the_blocks() {
+        for cpus in [
+            vec![1, 2, 1, 2, 1, 2, 1, 2],
+            vec![1, 1, 1, 1, 2, 2, 2, 2],
+            vec![1, 1, 1, 2, 2],
+            vec![3, 1, 2, 1, 3, 3],
+        ] {
+            let p = cpus.len();
+            for &c in &cpus {
+                let mut got: Vec<Vec<usize>> = vec![Vec::new(); p];
+                for r in (0..p).filter(|&r| cpus[r] != c) {
+                    let (g, q) = rs_provider(&cpus, c, r);
+                    assert_eq!(cpus[g], c, "{cpus:?} cpu {c} rank {r}");
+                    got[g].push(q);
+                }
+                let on = cpus.iter().filter(|&&x| x == c).count();
+                let off = p - on;
+                for (g, qs) in got.iter().enumerate() {
+                    assert_eq!(*qs, (0..qs.len()).collect::<Vec<_>>(), "{cpus:?} {g}");
+                    assert!(qs.len() <= off.div_ceil(on), "{cpus:?} {g}");
+                }
+            }
+        }
+    }
 
     /// The phases of a reduce-scatter of equal blocks put one slice of every block in a
     /// slot, as few phases as that allows, and cover each block in whole elements.
