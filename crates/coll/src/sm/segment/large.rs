@@ -782,7 +782,7 @@ impl Seg {
         // SAFETY: `input` holds `total` bytes and `buf` has room for `len` (checked); in
         // place the input is `buf` itself, read only when posting, before the result is
         // written; every rank reduces the same `total` bytes (MPI's counts).
-        unsafe { self.large_blocking_as(red, (input, total), (out, len), (f, 1), poll, grouped) }
+        unsafe { self.large_blocking(red, (input, total), (out, len), (f, 1), poll, grouped) }
     }
 
     /// Reduce-scatter of `p` equal blocks of `block` bytes (whole `elem`-byte elements; the
@@ -817,7 +817,7 @@ impl Seg {
         // place the input is `buf` itself, whose slice `c` of block 0 is copied into our
         // slot before our result's slice `c` is written (`rs_block_step`); every rank
         // reduces the same blocks (MPI's counts).
-        unsafe { self.large_blocking(red, (input, total), (out, block), (f, elem), poll) }
+        unsafe { self.large_blocking(red, (input, total), (out, block), (f, elem), poll, false) }
     }
 
     /// Allreduce of `dst.len()` bytes (at most [`NB_LARGE_MAX`]) through the nonblocking
@@ -844,31 +844,25 @@ impl Seg {
         // SAFETY: `input` and `dst` hold `n` bytes (checked); in place the input is `dst`
         // itself, read only when posting, before any result is written; every rank reduces
         // the same `n` bytes (MPI's counts).
-        unsafe { self.large_blocking(Reduction::Allreduce, (input, n), (out, n), (f, elem), poll) }
+        unsafe {
+            self.large_blocking(
+                Reduction::Allreduce,
+                (input, n),
+                (out, n),
+                (f, elem),
+                poll,
+                false,
+            )
+        }
     }
 
     /// Run reduction `red` through the nonblocking large region to its end (see
-    /// [`Seg::large_step`] for the arguments), polling the engine and `poll` meanwhile.
+    /// [`Seg::large_step`] for the arguments), polling the engine and `poll` meanwhile;
+    /// `grouped` as [`Large::grouped`] (the same on every rank).
     ///
     /// # Safety
     /// As for [`Seg::large_step`] (the collective is opened and closed here).
     unsafe fn large_blocking(
-        &self,
-        red: Reduction,
-        input: (*const u8, usize),
-        output: (*mut u8, usize),
-        fold: (Fold<'_>, usize),
-        poll: &dyn Fn(),
-    ) -> bool {
-        // SAFETY: caller contract.
-        unsafe { self.large_blocking_as(red, input, output, fold, poll, false) }
-    }
-
-    /// [`Seg::large_blocking`], `grouped` as [`Large::grouped`] (the same on every rank).
-    ///
-    /// # Safety
-    /// As for [`Seg::large_blocking`].
-    unsafe fn large_blocking_as(
         &self,
         red: Reduction,
         input: (*const u8, usize),
