@@ -907,10 +907,15 @@ const RS_GROUPED_MIN: usize = 128 << 10;
 /// CPU ([`Seg::rs_grouped_step`]), `cpus` per rank as [`Seg::cpu`] (`r` not on `cpu`): the
 /// rank of `cpu` that folds it and the index of the partial among that rank's. The ranks
 /// of other CPUs than `cpu`'s, in rank order, go round-robin to `cpu`'s ranks.
+/// Allocation-free: it runs for each other CPU on every poll of the wait for the partials.
 pub(crate) fn rs_provider(cpus: &[u32], cpu: u32, r: usize) -> (usize, usize) {
-    let group: Vec<usize> = (0..cpus.len()).filter(|&q| cpus[q] == cpu).collect();
-    let j = (0..r).filter(|&q| cpus[q] != cpu).count();
-    (group[j % group.len()], j / group.len())
+    let on = cpus.iter().filter(|&&c| c == cpu).count();
+    let j = cpus[..r].iter().filter(|&&c| c != cpu).count();
+    let folder = (0..cpus.len())
+        .filter(|&q| cpus[q] == cpu)
+        .nth(j % on)
+        .expect("`cpu` holds a rank");
+    (folder, j / on)
 }
 
 impl Seg {
@@ -965,8 +970,8 @@ impl Seg {
         let acc = unsafe { std::slice::from_raw_parts_mut(out, len) };
         // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
         let mark = |r: usize| unsafe { self.nb_word(r, k, 0) };
-        let group: Vec<usize> = (0..p).filter(|&r| self.cpus[r] == mine).collect();
         if !st.folded {
+            let group: Vec<usize> = (0..p).filter(|&r| self.cpus[r] == mine).collect();
             for b in (0..p).filter(|&b| self.cpus[b] != mine) {
                 let (r, q) = rs_provider(&self.cpus, mine, b);
                 if r != me {
