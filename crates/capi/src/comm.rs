@@ -316,7 +316,7 @@ pub(crate) fn free(h: c_int) -> MpiResult {
         eng.comm_free(c.coll).map_err(crate::backend::err)?;
         crate::ft::record::forget(ctx);
         // An intercommunicator holds 4 ids (user, collective, local group, ULFM).
-        if ctx >= crate::ctxid::FIRST {
+        if ctx >= oxmpi_engine::ctxid::FIRST {
             ctx::release(ctx, if inter { 4 } else { 2 })?;
         }
     }
@@ -559,7 +559,7 @@ impl Internal {
                 let all = self.allgather_i64(&words)?;
                 let mut and = mask;
                 for theirs in all.chunks_exact(and.len().max(1)) {
-                    crate::ctxid::and_into(&mut and, theirs.iter().map(|&w| w as u64));
+                    oxmpi_engine::ctxid::and_into(&mut and, theirs.iter().map(|&w| w as u64));
                 }
                 Ok(and)
             }),
@@ -579,7 +579,9 @@ pub(crate) type AndMasks<'a> = &'a mut dyn FnMut(Vec<u64>) -> MpiResult<Vec<u64>
 /// tells whether every member could (else the reservations are released and the next
 /// round starts above). When the largest proposal reaches the limit of context ids
 /// ([`ctx::limit`]), `and` (if the caller has it) ANDs the members' masks of free pairs and
-/// the lowest pair free at all is taken, the same way: freed ids are reused in any order.
+/// the lowest pair free at all is taken, the same way; without `and` (ULFM's shrink) the
+/// members search for it by their lowest free ids ([`agree_by_search`]): freed ids are
+/// reused in any order.
 /// No pair free at every member is an `MPI_ERR_OTHER` error at every member. `max`, `and`
 /// and `all` are the parent's collective exchanges, called in the same order at every
 /// member.
@@ -606,7 +608,7 @@ pub(crate) fn agree_ctx_span(
         if agreed.saturating_add(span) > limit {
             return match and {
                 Some(and) => agree_by_mask(span, limit, and, all),
-                None => Err(ctx::exhausted(limit, span)),
+                None => agree_by_search(span, limit, max, all),
             };
         }
         if reserve_at_all(agreed, span, &mut all)? {
@@ -646,15 +648,43 @@ fn agree_by_mask(
         ctx::settle_parked()?;
         let mine = lock()
             .ids
-            .free_mask(floor, limit.min(crate::ctxid::MASK_LIMIT));
+            .free_mask(floor, limit.min(oxmpi_engine::ctxid::MASK_LIMIT));
         let common = and(mine)?;
-        let Some(ctx) = crate::ctxid::pick(&common, span) else {
+        let Some(ctx) = oxmpi_engine::ctxid::pick(&common, span) else {
             return Err(ctx::exhausted(limit, span));
         };
         if reserve_at_all(ctx, span, &mut all)? {
             return Ok(ctx);
         }
         floor = ctx + span;
+    }
+}
+
+/// [`agree_ctx_span`] once the ids above every member's have run out, for agreements that
+/// exchange no masks (ULFM's shrink: its fault-tolerant agreement carries a maximum and a
+/// flag): each member proposes its lowest `span` free ids at or above the floor
+/// (`ctxid::Ids::lowest_free`), the largest proposal is reserved at all if free at all, and
+/// otherwise the floor moves a pair past it (no run starting below it is free at the
+/// member that proposed it). Each round passes at least one pair; none left below the limit is the same error
+/// at every member.
+fn agree_by_search(
+    span: u32,
+    limit: u32,
+    mut max: impl FnMut(u32) -> MpiResult<u32>,
+    mut all: impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<u32> {
+    let mut floor = 0;
+    loop {
+        ctx::settle_parked()?;
+        let mine = lock().ids.lowest_free(floor, span, limit).unwrap_or(limit);
+        let ctx = max(mine)?;
+        if ctx.saturating_add(span) > limit {
+            return Err(ctx::exhausted(limit, span));
+        }
+        if reserve_at_all(ctx, span, &mut all)? {
+            return Ok(ctx);
+        }
+        floor = ctx + oxmpi_engine::ctxid::PAIR;
     }
 }
 

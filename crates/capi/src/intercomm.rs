@@ -301,7 +301,9 @@ impl Exchanged {
             return Err(crate::comm::ctx::exhausted(limit, span));
         };
         crate::comm::ctx::settle_parked()?;
-        let mut and = lock().ids.free_mask(0, limit.min(crate::ctxid::MASK_LIMIT));
+        let mut and = lock()
+            .ids
+            .free_mask(0, limit.min(oxmpi_engine::ctxid::MASK_LIMIT));
         // Two words a 64-bit word of the mask, low half first.
         let words: Vec<i32> = and
             .iter()
@@ -314,9 +316,9 @@ impl Exchanged {
             let theirs = (0..n).map(|k| {
                 u64::from(word(c, 1 + 2 * k) as u32) | u64::from(word(c, 2 + 2 * k) as u32) << 32
             });
-            crate::ctxid::and_into(&mut and, theirs);
+            oxmpi_engine::ctxid::and_into(&mut and, theirs);
         }
-        let Some(ctx) = crate::ctxid::pick(&and, span) else {
+        let Some(ctx) = oxmpi_engine::ctxid::pick(&and, span) else {
             return Err(crate::comm::ctx::exhausted(limit, span));
         };
         lock().ids.take(ctx, span);

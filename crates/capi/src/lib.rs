@@ -64,7 +64,6 @@ pub(crate) mod coll_alg;
 pub mod comm;
 pub(crate) mod comm_create;
 pub mod consts;
-pub(crate) mod ctxid;
 pub mod datatype;
 pub mod dpm;
 pub mod env;

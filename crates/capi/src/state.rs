@@ -46,7 +46,7 @@ pub(crate) struct State {
     /// Operations still running after their request was freed, and buffered sends.
     pub orphans: Vec<Pending>,
     /// The context ids of this process's communicators.
-    pub ids: crate::ctxid::Ids,
+    pub ids: oxmpi_engine::ctxid::Ids,
     /// Generalized requests by request handle.
     pub greqs: std::collections::BTreeMap<c_int, Greq>,
     /// Datatype attributes: datatype handle -> keyval -> value.
@@ -82,7 +82,7 @@ impl State {
             bsend_buffer: None,
             bsend_buffers: std::collections::BTreeMap::new(),
             orphans: Vec::new(),
-            ids: crate::ctxid::Ids::new(),
+            ids: oxmpi_engine::ctxid::Ids::new(),
             type_attrs: std::collections::BTreeMap::new(),
             greqs: std::collections::BTreeMap::new(),
         }

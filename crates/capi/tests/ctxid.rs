@@ -101,6 +101,20 @@ fn communicators_freed_oldest_first_reuse_ids_by_masks() {
     }
 }
 
+/// ULFM's shrink past the limit: eight shrunk communicators alive, freed oldest first, 200
+/// made within 24 ids (ten pairs); the fault-tolerant agreement exchanges no masks, so the
+/// survivors search for pairs free at all (before, the 11th shrink failed with
+/// `MPI_ERR_OTHER`: out of context ids).
+#[test]
+fn shrink_reuses_freed_ids_past_the_limit() {
+    let dir = Scratch::new("ctxid-shrink");
+    let exe = build("ctx_reuse.c", &dir.0);
+    let opts = ["--with-ft", "ulfm", "--mca", "mpi_max_context_ids", "24"];
+    for n in [2, 3] {
+        passes(&exe, n, &opts, &[], &["shrink-window", "200"]);
+    }
+}
+
 /// All ids held: `MPI_Comm_dup` fails with `MPI_ERR_OTHER` (returned under
 /// `MPI_ERRORS_RETURN` after exactly the pairs below the cap; under
 /// `MPI_ERRORS_ARE_FATAL` the job ends with the one-line report), and once they are freed

@@ -650,6 +650,19 @@ impl Engine {
         self.lock().context_limit()
     }
 
+    /// The context ids `0..n` new communicators may take: what the transports carry
+    /// ([`Engine::context_limit`]), capped by `mpi_max_context_ids` if set. The same at
+    /// every process of a job (the C ABI's and the Rust API's agreements use it).
+    pub fn user_context_limit(&self) -> u32 {
+        crate::params::register();
+        let cap = oxmpi_base::params::int(&crate::frameworks::MAX_CONTEXT_IDS);
+        let l = self.context_limit();
+        match u32::try_from(cap) {
+            Ok(c) if c > 0 => l.min(c),
+            _ => l,
+        }
+    }
+
     /// Removes a communicator created by [`Engine::comm_create`].
     pub fn comm_free(&self, comm: CommId) -> Result<(), Error> {
         self.lock().comm_free(comm)

@@ -76,8 +76,8 @@ pub static EXCHANGE_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(4);
 
-/// `mpi_max_context_ids`: a cap on the context ids the C ABI's communicators take (0: what
-/// the transports carry, `Engine::context_limit`), for tests of their exhaustion.
+/// `mpi_max_context_ids`: a cap on the context ids communicators take (0: what the
+/// transports carry, `Engine::context_limit`), for tests of their exhaustion.
 pub static MAX_CONTEXT_IDS: ParamDecl = ParamDecl::new(
     "mpi",
     "",

@@ -279,6 +279,10 @@ pub use btl::sm::coop;
 /// The `sm` transport's shared-memory ring (public for its loom model test).
 #[cfg(not(loom))]
 pub use btl::sm::ring;
+/// The context ids of a process's communicators (sans-IO; the C ABI's and the Rust API's
+/// agreements share it).
+#[cfg(not(loom))]
+pub use pml::ctxid;
 /// Message matching (sans-IO), public for tests and benchmarks.
 #[cfg(not(loom))]
 pub use pml::matching;

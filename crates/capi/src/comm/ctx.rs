@@ -1,6 +1,6 @@
 //! Context ids of new and freed communicators: this process's proposal, the release of a
 //! freed communicator's ids (parked while operations are pending on them), the limit and
-//! the error when none are free (the allocator is `ctxid`, the agreements
+//! the error when none are free (the allocator is `oxmpi_engine::ctxid`, the agreements
 //! `comm::agree_ctx_span` and `intercomm::Exchanged::agree_ctx`).
 
 use crate::consts::MPI_ERR_OTHER;
@@ -43,9 +43,9 @@ pub(crate) fn release(ctx: u32, span: u32) -> MpiResult {
     Ok(())
 }
 
-/// The context ids `0..limit` communicators may take: what the transports carry
-/// (`Engine::context_limit`: `2^31`, under `pml cm` what the provider's tag has room
-/// for), capped by `mpi_max_context_ids` if set. The same at every process of a job.
+/// The context ids `0..limit` communicators may take (`Engine::user_context_limit`: what
+/// the transports carry, capped by `mpi_max_context_ids` if set). The same at every
+/// process of a job.
 pub(crate) fn limit() -> MpiResult<u32> {
     use std::sync::atomic::{AtomicU32, Ordering};
     static LIMIT: AtomicU32 = AtomicU32::new(0);
@@ -53,12 +53,7 @@ pub(crate) fn limit() -> MpiResult<u32> {
     if l != 0 {
         return Ok(l);
     }
-    let _ = oxmpi_base::params::register_global(&oxmpi_engine::PROVIDER);
-    let cap = oxmpi_base::params::int(&oxmpi_engine::frameworks::MAX_CONTEXT_IDS);
-    let mut l = crate::backend::engine()?.context_limit();
-    if cap > 0 {
-        l = l.min(u32::try_from(cap).unwrap_or(u32::MAX));
-    }
+    let l = crate::backend::engine()?.user_context_limit();
     LIMIT.store(l, Ordering::Relaxed);
     Ok(l)
 }

@@ -9,6 +9,10 @@
  *   ctx_reuse inter-window [N]             the same with intercommunicators (4 ids each),
  *                                          made in turn by MPI_Intercomm_create and
  *                                          MPI_Comm_dup of the newest one alive
+ *   ctx_reuse shrink-window [N]            the window's pattern with MPIX_Comm_shrink of
+ *                                          MPI_COMM_WORLD (no failure: all ranks): its
+ *                                          fault-tolerant agreement has no mask exchange
+ *                                          and searches for the freed ids instead
  *   ctx_reuse pending                      (3 ranks) rank 1 frees a communicator with an
  *                                          MPI_ANY_SOURCE receive pending on it, which
  *                                          rank 2 matches only after ranks 0 and 1 made
@@ -227,6 +231,24 @@ int main(int argc, char **argv) {
         for (i = 0; i < W; i++)
             if (w[i] != MPI_COMM_NULL) MPI_Comm_free(&w[i]);
         MPI_Comm_free(&half);
+        if (rank == 0) printf("ctx_reuse: %s passed\n", part);
+    } else if (!strcmp(part, "shrink-window")) {
+        enum { W = 8 };
+        MPI_Comm w[W];
+        for (i = 0; i < W; i++) w[i] = MPI_COMM_NULL;
+        for (i = 0; i < n; i++) {
+            MPI_Comm *c = &w[i % W];
+            if (*c != MPI_COMM_NULL) {
+                err = MPI_Comm_free(c);
+                if (err != MPI_SUCCESS) fail("MPI_Comm_free", i, err);
+            }
+            err = MPIX_Comm_shrink(MPI_COMM_WORLD, c);
+            if (err != MPI_SUCCESS) fail("MPIX_Comm_shrink", i, err);
+            check(*c, i);
+            check(w[(i + 1) % W] != MPI_COMM_NULL ? w[(i + 1) % W] : *c, i);
+        }
+        for (i = 0; i < W; i++)
+            if (w[i] != MPI_COMM_NULL) MPI_Comm_free(&w[i]);
         if (rank == 0) printf("ctx_reuse: %s passed\n", part);
     } else if (!strcmp(part, "window")) {
         enum { W = 8 };

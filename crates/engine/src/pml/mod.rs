@@ -20,6 +20,7 @@
 
 pub(crate) mod cm;
 pub(crate) mod comm;
+pub mod ctxid;
 pub(crate) mod hdr;
 pub mod matching;
 pub(crate) mod params;

@@ -1,47 +1,50 @@
-//! The context ids of this process's communicators: which are taken, what this process
-//! proposes for a new communicator, and which pairs are free (sans-IO; the agreements are
-//! `comm::agree_ctx_span` and `intercomm::Exchanged::agree_ctx`).
+//! The context ids of a process's communicators: which are taken, what this process
+//! proposes for a new communicator, and which pairs are free (sans-IO). The agreements
+//! that use it are the C ABI's (`oxmpi-capi`: `comm::agree_ctx_span`,
+//! `intercomm::Exchanged::agree_ctx`) and the Rust API's (`oxmpi`: `split.rs`), each over
+//! its own `Ids` (a process uses one of the two).
 //!
 //! A communicator takes a pair of ids (its point-to-point and collective contexts), an
-//! intercommunicator two pairs, from [`FIRST`] up, below a limit (`comm::ctx::limit`: what
-//! the transports carry, 8176 ids under `pml cm` with a 14-bit context field). The cheap
-//! agreement takes the maximum of every member's [`Ids::top`], the lowest id above all
-//! it holds, which is free at all of them. Freeing a communicator returns its ids, so the
-//! top comes back down when communicators are freed in the reverse order of their making
-//! (a library that dups and frees per call reuses the same pair every time). Only when
-//! that maximum reaches the limit do the members AND their [`Ids::free_mask`]s and take
-//! the lowest run free at all ([`pick`]), as MPICH always does: fragmented ids are
-//! reused too, and creation fails with a clear error only when no run is free at every
-//! member.
+//! intercommunicator two pairs, from [`FIRST`] up, below a limit
+//! (`Engine::user_context_limit`: what the transports carry, 8176 ids under `pml cm` with a
+//! 14-bit context field). The cheap agreement takes the maximum of every member's
+//! [`Ids::top`], the lowest id above all it holds, which is free at all of them. Freeing a
+//! communicator returns its ids, so the top comes back down when communicators are freed
+//! in the reverse order of their making (a library that dups and frees per call reuses the
+//! same pair every time). Only when that maximum reaches the limit do the members AND
+//! their [`Ids::free_mask`]s and take the lowest run free at all ([`pick`]), as MPICH
+//! always does: fragmented ids are reused too, and creation fails with a clear error only
+//! when no run is free at every member.
 //!
 //! What the layers keep per communicator lives and dies with the communicator, never
 //! under its context id (a reused id would carry it over, counted differently at members
 //! that had different communicators on it): the nonblocking collectives number their
-//! schedules by the engine communicator's own sequence (`Engine::comm_next_seq`), and
-//! `MPI_Comm_free` drops the ULFM record of the id (`ft::record::forget`).
+//! schedules by the engine communicator's own sequence (`Engine::comm_next_seq`), and the
+//! C ABI's `MPI_Comm_free` drops the ULFM record of the id.
 //!
 //! Ids of a freed communicator with operations still pending on them (`MPI_Comm_free`
 //! lets them complete) are parked ([`Ids::park`]) and stay taken until the engine finds
-//! them idle ([`Ids::take_parked`], [`Ids::settle`]): a message of the old communicator
-//! never matches a new one.
+//! them idle (`Engine::contexts_idle`; [`Ids::take_parked`], [`Ids::settle`]): a message
+//! of the old communicator never matches a new one.
 
 use std::collections::BTreeSet;
 
 /// First context id handed out for user communicators (0/1: world/self, 2/3: their
 /// collective contexts).
-pub(crate) const FIRST: u32 = 4;
+pub const FIRST: u32 = 4;
 
-/// Context ids come in pairs: a mask has one bit per pair.
-const PAIR: u32 = 2;
+/// Context ids come in pairs (a communicator's own and its collective context): a mask
+/// has one bit per pair.
+pub const PAIR: u32 = 2;
 
 /// The masks of the fallback agreement cover the ids below this at most (65536 pairs, an
 /// 8 KiB mask): all of them under `pml cm`; the ids above it, only under the engine's
 /// matching, are taken by the cheap agreement alone.
-pub(crate) const MASK_LIMIT: u32 = FIRST + PAIR * (1 << 16);
+pub const MASK_LIMIT: u32 = FIRST + PAIR * (1 << 16);
 
 /// The context ids of this process.
 #[derive(Debug)]
-pub(crate) struct Ids {
+pub struct Ids {
     /// Ids at or above [`FIRST`] in use (by live communicators, by creations that agreed
     /// on them or are checking an agreed value, by freed communicators not yet idle):
     /// several threads may create communicators at once, each over its own parent.
@@ -50,9 +53,15 @@ pub(crate) struct Ids {
     parked: Vec<(u32, u32)>,
 }
 
+impl Default for Ids {
+    fn default() -> Self {
+        Ids::new()
+    }
+}
+
 impl Ids {
     /// No id taken.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         Ids {
             taken: BTreeSet::new(),
             parked: Vec::new(),
@@ -61,7 +70,7 @@ impl Ids {
 
     /// The lowest id above every id taken here (a pair's first id): every id from it up
     /// is free here.
-    pub(crate) fn top(&self) -> u32 {
+    pub fn top(&self) -> u32 {
         self.taken
             .last()
             .map_or(FIRST, |&t| (t + 1).next_multiple_of(PAIR).max(FIRST))
@@ -69,23 +78,22 @@ impl Ids {
 
     /// This process's proposal for a new communicator when the agreement already went
     /// past `floor`: the top, or `floor` if higher.
-    pub(crate) fn propose(&self, floor: u32) -> u32 {
+    pub fn propose(&self, floor: u32) -> u32 {
         self.top().max(floor)
     }
 
     /// Whether id `ctx` is taken here.
-    #[cfg(test)]
-    pub(crate) fn is_taken(&self, ctx: u32) -> bool {
+    pub fn is_taken(&self, ctx: u32) -> bool {
         self.taken.contains(&ctx)
     }
 
     /// Number of ids taken here.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.taken.len()
     }
 
     /// Takes the `span` ids from `ctx` if they are all free here.
-    pub(crate) fn reserve(&mut self, ctx: u32, span: u32) -> bool {
+    pub fn reserve(&mut self, ctx: u32, span: u32) -> bool {
         if self.taken.range(ctx..ctx + span).next().is_some() {
             return false;
         }
@@ -95,13 +103,13 @@ impl Ids {
 
     /// Takes the `span` ids from `ctx` whether or not they are free here (an agreement
     /// without a check, as the intercommunicators' is).
-    pub(crate) fn take(&mut self, ctx: u32, span: u32) {
+    pub fn take(&mut self, ctx: u32, span: u32) {
         self.taken.extend(ctx..ctx + span);
     }
 
     /// Returns the `span` ids from `ctx` (a reservation the other members could not make,
     /// or a freed communicator's idle ids).
-    pub(crate) fn release(&mut self, ctx: u32, span: u32) {
+    pub fn release(&mut self, ctx: u32, span: u32) {
         for c in ctx..ctx + span {
             self.taken.remove(&c);
         }
@@ -109,18 +117,18 @@ impl Ids {
 
     /// Keeps the `span` ids from `ctx` of a freed communicator taken until [`Ids::settle`]
     /// finds them idle.
-    pub(crate) fn park(&mut self, ctx: u32, span: u32) {
+    pub fn park(&mut self, ctx: u32, span: u32) {
         self.parked.push((ctx, span));
     }
 
     /// The parked ids, to ask the engine about (without this state's lock) and hand back
     /// to [`Ids::settle`]; empty (and cheap) in the common case.
-    pub(crate) fn take_parked(&mut self) -> Vec<(u32, u32)> {
+    pub fn take_parked(&mut self) -> Vec<(u32, u32)> {
         std::mem::take(&mut self.parked)
     }
 
     /// Releases the parked ids found idle, parks the others again.
-    pub(crate) fn settle(&mut self, checked: Vec<((u32, u32), bool)>) {
+    pub fn settle(&mut self, checked: Vec<((u32, u32), bool)>) {
         for ((ctx, span), idle) in checked {
             if idle {
                 self.release(ctx, span);
@@ -130,9 +138,24 @@ impl Ids {
         }
     }
 
+    /// The first of the lowest `span` free ids here (whole pairs from [`FIRST`]) at or
+    /// above `floor` and below `limit`, if any: a member's proposal in an agreement by
+    /// search, which needs no mask exchange (the largest proposal, if taken somewhere, is
+    /// passed by a pair: no run starting below it is free at the member that proposed it).
+    pub fn lowest_free(&self, floor: u32, span: u32, limit: u32) -> Option<u32> {
+        let mut c = floor.max(FIRST).next_multiple_of(PAIR);
+        loop {
+            let end = c.checked_add(span).filter(|&e| e <= limit)?;
+            match self.taken.range(c..end).next_back() {
+                Some(&t) => c = (t + 1).next_multiple_of(PAIR),
+                None => return Some(c),
+            }
+        }
+    }
+
     /// One bit per pair of ids from [`FIRST`] below `limit`, in 64-bit words: set if both
     /// ids of the pair are free here and the pair starts at or above `floor`.
-    pub(crate) fn free_mask(&self, floor: u32, limit: u32) -> Vec<u64> {
+    pub fn free_mask(&self, floor: u32, limit: u32) -> Vec<u64> {
         let pairs = pairs_below(limit);
         let mut m = vec![0u64; pairs.div_ceil(64) as usize];
         for k in 0..pairs {
@@ -146,7 +169,7 @@ impl Ids {
 }
 
 /// ANDs the words of another member's mask ([`Ids::free_mask`]) into `acc`.
-pub(crate) fn and_into(acc: &mut [u64], other: impl IntoIterator<Item = u64>) {
+pub fn and_into(acc: &mut [u64], other: impl IntoIterator<Item = u64>) {
     for (a, w) in acc.iter_mut().zip(other) {
         *a &= w;
     }
@@ -159,7 +182,7 @@ fn pairs_below(limit: u32) -> u32 {
 
 /// The first id of the lowest `span` consecutive ids (whole pairs) whose pairs are all set
 /// in `mask` ([`Ids::free_mask`] ANDed over the members), if any.
-pub(crate) fn pick(mask: &[u64], span: u32) -> Option<u32> {
+pub fn pick(mask: &[u64], span: u32) -> Option<u32> {
     let need = span.div_ceil(PAIR) as usize;
     let bit = |k: usize| mask.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 == 1);
     let mut run = 0;
@@ -271,6 +294,64 @@ mod tests {
         let m = c.free_mask(0, limit);
         assert_eq!(pick(&m, 2), Some(FIRST));
         assert_eq!(pick(&m, 4), Some(FIRST + 8));
+    }
+
+    /// The agreement by search over several members (what `agree_ctx_span` runs without a
+    /// mask exchange): the largest lowest-free proposal, passed while it is taken
+    /// somewhere.
+    fn search(members: &[Ids], span: u32, limit: u32) -> Option<u32> {
+        let mut floor = 0;
+        loop {
+            let c = members
+                .iter()
+                .map(|m| m.lowest_free(floor, span, limit).unwrap_or(limit))
+                .max()?;
+            if c.saturating_add(span) > limit {
+                return None;
+            }
+            if members
+                .iter()
+                .all(|m| m.taken.range(c..c + span).next().is_none())
+            {
+                return Some(c);
+            }
+            floor = c + PAIR;
+        }
+    }
+
+    #[test]
+    fn the_search_finds_what_the_masks_find() {
+        let limit = FIRST + 2 * 64;
+        assert_eq!(Ids::new().lowest_free(0, 2, limit), Some(FIRST));
+        assert_eq!(Ids::new().lowest_free(7, 4, limit), Some(8));
+        assert_eq!(Ids::new().lowest_free(limit - 2, 4, limit), None);
+        // Members holding different pairs, pseudo-random, against the AND of their masks.
+        let mut x = 0x9e37_79b9_u32;
+        for round in 0..300 {
+            let n = 2 + round % 3;
+            let mut members: Vec<Ids> = (0..n).map(|_| Ids::new()).collect();
+            for m in &mut members {
+                for k in 0..64 {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    if x % 100 < 30 + round % 50 {
+                        assert!(m.reserve(FIRST + 2 * k, 2));
+                    }
+                }
+            }
+            let mut mask = members[0].free_mask(0, limit);
+            for m in &members[1..] {
+                and_into(&mut mask, m.free_mask(0, limit));
+            }
+            for span in [2, 4] {
+                assert_eq!(
+                    search(&members, span, limit),
+                    pick(&mask, span),
+                    "round {round}, span {span}"
+                );
+            }
+        }
     }
 
     #[test]
