@@ -247,25 +247,34 @@ impl Session {
         let world: Communicator<'_> = Communicator::new(e, self.up.world_coll, self.up.world_coll)?;
         let t = TAG_FROM_GROUP | (string_tag(tag) & 0xf_ffff);
         let leader = group.members[0];
-        let mine = crate::split::next_context();
-        let agreed = if me == 0 {
-            let mut max = mine;
-            for &w in &group.members[1..] {
-                let mut x = [0u32];
-                world.recv(&mut x[..], w, t)?;
-                max = max.max(x[0]);
+        let others = &group.members[1..];
+        // Each step: the leader combines the members' words and sends the result back.
+        let combine = |mine: &[u64], f: &dyn Fn(u64, u64) -> u64| -> Result<Vec<u64>> {
+            let mut acc = mine.to_vec();
+            if me == 0 {
+                let mut x = vec![0u64; acc.len()];
+                for &w in others {
+                    world.recv(&mut x[..], w, t)?;
+                    for (a, &b) in acc.iter_mut().zip(&x) {
+                        *a = f(*a, b);
+                    }
+                }
+                for &w in others {
+                    world.send(&acc[..], w, t)?;
+                }
+            } else {
+                world.send(mine, leader, t)?;
+                world.recv(&mut acc[..], leader, t)?;
             }
-            for &w in &group.members[1..] {
-                world.send(&[max][..], w, t)?;
-            }
-            max
-        } else {
-            world.send(&[mine][..], leader, t)?;
-            let mut x = [0u32];
-            world.recv(&mut x[..], leader, t)?;
-            x[0]
+            Ok(acc)
         };
-        crate::split::claim_context(agreed);
+        let mine = u64::from(crate::split::proposal(e));
+        let mut agreed = u32::try_from(combine(&[mine], &u64::max)?[0]).unwrap_or(u32::MAX);
+        if crate::split::past_limit(e, agreed) {
+            let and = combine(&crate::split::free_mask(e), &|a, b| a & b)?;
+            agreed = crate::split::pick(e, &and)?;
+        }
+        crate::split::claim(agreed)?;
         crate::split::create_over(e, agreed, group.members.clone())
     }
 

@@ -1,18 +1,21 @@
-//! New communicators: [`Communicator::dup`] and [`Communicator::split`].
+//! New communicators: [`Communicator::dup`] and [`Communicator::split`], and the context ids
+//! they take (`oxmpi_engine::ctxid`, reused once freed, as in the C library).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use oxmpi_engine::CommId;
+use oxmpi_engine::ctxid::{self, Ids};
+use oxmpi_engine::{CommId, Engine};
 
 use crate::comm::Communicator;
 use crate::error::{Error, ErrorClass, Result};
 
-/// Lowest context id handed out here (0–3 are world, self and their collective contexts).
-const FIRST_CTX: u32 = 16;
+/// This process's context ids (0–3 are world's, self's and their collective contexts;
+/// a communicator takes a pair, its own and its collective context's).
+static IDS: Mutex<Ids> = Mutex::new(Ids::new());
 
-/// Next context id this process may use (grows by 2: a communicator and its collective
-/// context).
-static NEXT_CTX: AtomicU32 = AtomicU32::new(FIRST_CTX);
+fn ids() -> MutexGuard<'static, Ids> {
+    IDS.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A communicator created by [`Communicator::dup`] or [`Communicator::split`]; it is freed
 /// (`MPI_Comm_free`) when dropped. It dereferences to [`Communicator`].
@@ -21,6 +24,8 @@ static NEXT_CTX: AtomicU32 = AtomicU32::new(FIRST_CTX);
 /// errors.
 pub struct OwnedCommunicator<'u> {
     comm: Communicator<'u>,
+    /// Its first context id (the pair is returned when it is dropped).
+    ctx: u32,
 }
 
 impl<'u> std::ops::Deref for OwnedCommunicator<'u> {
@@ -41,17 +46,77 @@ impl Drop for OwnedCommunicator<'_> {
         let (engine, id, coll) = self.comm.parts();
         let _ = engine.comm_free(id);
         let _ = engine.comm_free(coll);
+        release(engine, self.ctx);
     }
 }
 
-/// The next context id this process may use (what it offers to an agreement).
-pub(crate) fn next_context() -> u32 {
-    NEXT_CTX.load(Ordering::SeqCst)
+/// This process's proposal for a new communicator's context ids ([`Ids::propose`]), the
+/// parked ids of dropped communicators released first if the engine finds them idle.
+pub(crate) fn proposal(engine: &Engine) -> u32 {
+    let parked = ids().take_parked();
+    if !parked.is_empty() {
+        let checked = parked
+            .into_iter()
+            .map(|(c, n)| ((c, n), engine.contexts_idle(c, n)))
+            .collect();
+        ids().settle(checked);
+    }
+    ids().propose(0)
 }
 
-/// Reserves context ids `ctx` and `ctx + 1`, agreed by every member of a new communicator.
-pub(crate) fn claim_context(ctx: u32) {
-    NEXT_CTX.fetch_max(ctx + 2, Ordering::SeqCst);
+/// Whether the members' largest proposal `agreed` leaves no pair below the limit: then the
+/// members agree by their masks of free pairs instead ([`free_mask`], [`pick`]). Every
+/// member gets the same `agreed` and limit, so all of them take the same way.
+pub(crate) fn past_limit(engine: &Engine, agreed: u32) -> bool {
+    agreed.saturating_add(2) > engine.user_context_limit()
+}
+
+/// This process's pairs free below the limit, one bit each ([`Ids::free_mask`]); the
+/// same length at every member.
+pub(crate) fn free_mask(engine: &Engine) -> Vec<u64> {
+    let limit = engine.user_context_limit().min(ctxid::MASK_LIMIT);
+    ids().free_mask(0, limit)
+}
+
+/// The lowest pair set in `mask` (the AND of every member's [`free_mask`]), or the error
+/// that none is free at every member.
+pub(crate) fn pick(engine: &Engine, mask: &[u64]) -> Result<u32> {
+    ctxid::pick(mask, 2).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Other,
+            format!(
+                "out of context ids: no pair below {} is free at every member ({} held \
+                 here; drop communicators no longer needed)",
+                engine.user_context_limit(),
+                ids().count()
+            ),
+        )
+    })
+}
+
+/// Takes the pair from `ctx`, agreed by every member of a new communicator.
+pub(crate) fn claim(ctx: u32) -> Result<()> {
+    if ids().reserve(ctx, 2) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorClass::Comm,
+        format!(
+            "context ids {ctx} and {} are already taken here: communicators are being \
+             created by several threads at once",
+            ctx + 1
+        ),
+    ))
+}
+
+/// Returns the pair from `ctx` of a dropped communicator: at once if the engine finds it
+/// idle, else once what is pending on it is done ([`proposal`] checks again).
+fn release(engine: &Engine, ctx: u32) {
+    if engine.contexts_idle(ctx, 2) {
+        ids().release(ctx, 2);
+    } else {
+        ids().park(ctx, 2);
+    }
 }
 
 /// Creates the communicator `ctx` (and its collective context `ctx + 1`) over `group`
@@ -61,34 +126,46 @@ pub(crate) fn create_over<'u>(
     ctx: u32,
     group: Vec<i32>,
 ) -> Result<OwnedCommunicator<'u>> {
-    let id = engine.comm_create(ctx, group.clone())?;
-    let coll = match engine.comm_create(ctx + 1, group) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = engine.comm_free(id);
-            return Err(e.into());
-        }
-    };
-    let comm = match Communicator::new(engine, id, coll) {
-        Ok(c) => c,
-        Err(e) => {
+    let made = (|| {
+        let id = engine.comm_create(ctx, group.clone())?;
+        let coll = match engine.comm_create(ctx + 1, group) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = engine.comm_free(id);
+                return Err(e.into());
+            }
+        };
+        Communicator::new(engine, id, coll).inspect_err(|_| {
             let _ = engine.comm_free(id);
             let _ = engine.comm_free(coll);
-            return Err(e);
+        })
+    })();
+    match made {
+        Ok(comm) => Ok(OwnedCommunicator { comm, ctx }),
+        Err(e) => {
+            release(engine, ctx);
+            Err(e)
         }
-    };
-    Ok(OwnedCommunicator { comm })
+    }
 }
 
 impl<'u> Communicator<'u> {
-    /// Agrees with all ranks of `self` on a context id unused by every one of them (the
-    /// maximum of their next free ids), and reserves it and the next one locally.
+    /// Agrees with all ranks of `self` on a pair of context ids free at every one of them
+    /// (the maximum of their proposals, or past the limit the lowest pair free at all by
+    /// the AND of their masks), and takes it here.
     fn agree_on_context(&self) -> Result<u32> {
-        let mine = next_context();
+        let (engine, _, _) = self.parts();
         let mut agreed = [0u32];
-        self.all_reduce(&[mine][..], &mut agreed[..], u32::max)?;
-        claim_context(agreed[0]);
-        Ok(agreed[0])
+        self.all_reduce(&[proposal(engine)][..], &mut agreed[..], u32::max)?;
+        let mut ctx = agreed[0];
+        if past_limit(engine, ctx) {
+            let mask = free_mask(engine);
+            let mut all = vec![0u64; mask.len()];
+            self.all_reduce(&mask[..], &mut all[..], |a, b| a & b)?;
+            ctx = pick(engine, &all)?;
+        }
+        claim(ctx)?;
+        Ok(ctx)
     }
 
     /// Creates the communicator (and its collective context) over `group` (world ranks).
@@ -141,6 +218,7 @@ impl<'u> Communicator<'u> {
         self.all_gather(&[[color, key, self.rank()]][..], &mut all[..])?;
         let ctx = self.agree_on_context()?;
         if color < 0 {
+            ids().release(ctx, 2);
             return Ok(None);
         }
         let (engine, id, _) = self.parts();
