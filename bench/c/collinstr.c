@@ -16,8 +16,8 @@
  *          rooted v-forms and their references gatherv, scatterv, gather, scatter and the
  *          nonblocking igatherv, iscatterv, igather, iscatter (root $COLLINSTR_ROOT, default
  *          0: the counted rank 0 is the root, 1: a non-root), ibcast (root $COLLINSTR_ROOT),
- *          ialltoall, ialltoallv, ialltoallw (every block the same size); barrier and
- *          ibarrier (DTYPE and SIZE ignored)
+ *          iallgather, iallgatherv, ialltoall, ialltoallv, ialltoallw (every block the
+ *          same size); barrier and ibarrier (DTYPE and SIZE ignored)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
  *          or CHAR, INT, DOUBLE (MPI_SUM)
  *   SIZE   bytes of one buffer (of each rank's block for the reduce-scatters and the
@@ -138,6 +138,10 @@ int main(int argc, char **argv) {
                    MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ibcast"))
       MPI_Ibcast(s, count, dt, root, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "iallgather"))
+      MPI_Iallgather(sb, count, dt, r, count, dt, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "iallgatherv"))
+      MPI_Iallgatherv(sb, count, dt, r, cnt, dsp, dt, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ialltoall"))
       MPI_Ialltoall(sb, count, dt, r, count, dt, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ialltoallv"))

@@ -684,7 +684,8 @@ fn large_reductions_forced_np3() {
     );
 }
 /// Light requests (`nbc::light`): many outstanding segment collectives of mixed kinds
-/// (more than the segment has nonblocking buffers), every root, completed in a random order
+/// (more than the segment has nonblocking buffers; alltoalls and allgather(v)s in place and
+/// not among them), every root, completed in a random order
 /// per rank while two more threads and the progress thread advance them all the time: the
 /// results match the local references, and every slot is given back.
 #[test]
@@ -2903,7 +2904,7 @@ fn light_suite(c: &CollComm) {
             // chunk or in several, the last one partial (`SCAN_SEGMENT` each).
             let large = [4104, 8200, 20_000, 65_536, 200_008][rng.below(5)];
             let in_place = rng.below(2) == 0;
-            let kind = match rng.below(10) {
+            let kind = match rng.below(13) {
                 8 | 9 => {
                     let red = match rng.below(5) {
                         0 => Reduction::Allreduce,
@@ -2936,11 +2937,23 @@ fn light_suite(c: &CollComm) {
                 2 => SmKind::Reduce { root },
                 3 => SmKind::Gather { root, block },
                 4 => SmKind::Scatter { root, block },
-                c => SmKind::Single {
+                // Each rank posts the blocks for the others only and copies its own
+                // itself; an allgather(v)'s own block goes from the input to the output
+                // at the post (in place: it is there already).
+                10 => SmKind::Alltoall { block },
+                11 => SmKind::Allgather { block },
+                12 => {
+                    // Blocks of 1 to 3 times 8 bytes, one per rank, with a gap after each.
+                    let counts: Vec<usize> = (0..p).map(|r| 8 * (1 + (r + j) % 3)).collect();
+                    let displs = prefix(&counts, 5);
+                    SmKind::Allgatherv { counts, displs }
+                }
+                c @ 5..=7 => SmKind::Single {
                     root,
                     block: big,
                     coll: [Rooted::Bcast, Rooted::Gather, Rooted::Scatter][c - 5],
                 },
+                _ => unreachable!(),
             };
             let (inp, out_len, want): (Vec<u8>, usize, Vec<u8>) = match &kind {
                 SmKind::Bcast { root } => {
@@ -2996,6 +3009,28 @@ fn light_suite(c: &CollComm) {
                             (if at_root { all } else { Vec::new() }, block, mine)
                         }
                     }
+                }
+                SmKind::Alltoall { block } => {
+                    // Rank `i`'s block for rank `j`.
+                    let x = |i: usize, j: usize| contrib(*block, t, i * p + j, 11);
+                    let mine: Vec<u8> = (0..p).flat_map(|j| x(me, j)).collect();
+                    let want: Vec<u8> = (0..p).flat_map(|i| x(i, me)).collect();
+                    (mine, p * block, want)
+                }
+                SmKind::Allgather { block } => {
+                    let xs: Vec<_> = (0..p).map(|r| contrib(*block, t, r, 12)).collect();
+                    (xs[me].clone(), p * block, xs.concat())
+                }
+                SmKind::Allgatherv { counts, displs } => {
+                    let end = displs[p - 1] + counts[p - 1] + 3;
+                    // The gaps stay as they were (0).
+                    let mut want = vec![0u8; end];
+                    for r in 0..p {
+                        let x = contrib(counts[r], t, r, 13);
+                        want[displs[r]..displs[r] + counts[r]].copy_from_slice(&x);
+                    }
+                    let mine = want[displs[me]..displs[me] + counts[me]].to_vec();
+                    (mine, end, want)
                 }
                 SmKind::Large { red } | SmKind::Pair { red } => {
                     let xs: Vec<_> = (0..p).map(|r| contrib(large, t, r, 10)).collect();
@@ -3053,9 +3088,17 @@ fn light_suite(c: &CollComm) {
             let mut out = vec![0u8; out_len];
             // In place: the input is the output itself (where a rank has one; a
             // reduce-scatter's output is the start of its input).
-            let aliased = matches!(kind, SmKind::Large { .. } | SmKind::Pair { .. })
-                && in_place
+            let aliased = matches!(
+                kind,
+                SmKind::Large { .. } | SmKind::Pair { .. } | SmKind::Alltoall { .. }
+            ) && in_place
                 && out_len > 0;
+            // An allgather(v) in place: the input is our block where it lies in the output.
+            let own_in_out = match &kind {
+                SmKind::Allgather { block } if in_place => Some((me * block, *block)),
+                SmKind::Allgatherv { counts, displs } if in_place => Some((displs[me], counts[me])),
+                _ => None,
+            };
             // What the result is compared with: the output, or its first `len` bytes after
             // an in-place reduce-scatter by the pair path.
             let upto = match kind {
@@ -3067,9 +3110,14 @@ fn light_suite(c: &CollComm) {
             if aliased {
                 out = inp.clone();
             }
+            if let Some((at, n)) = own_in_out {
+                out[at..at + n].copy_from_slice(&inp);
+            }
             let reg = |v: &mut Vec<u8>| Region::Raw(v.as_mut_ptr(), v.len());
             let input = if aliased {
                 reg(&mut out)
+            } else if let Some((at, n)) = own_in_out {
+                Region::Raw(out.as_mut_ptr().wrapping_add(at), n)
             } else {
                 reg(&mut inp)
             };
