@@ -64,7 +64,7 @@ pub(crate) struct Peer {
     /// send rendezvous messages to it too ([`TwoWay`]: per size class, a chooser fed per
     /// message in streams and one fed per exchange in exchanges).
     pub(crate) two_way: TwoWay,
-    /// Its rendezvous messages below 64 KiB while we send none to it ([`OneWay`]: a
+    /// Its rendezvous messages below 256 KiB while we send none to it ([`OneWay`]: a
     /// ping-pong's messages are measured one by one by `chooser`, a stream by its periods
     /// with a chooser of its own).
     pub(crate) one_way: OneWay,
@@ -190,7 +190,7 @@ impl Peer {
             log_switch(&self.chooser[k], p, s.bytes(), false);
             return;
         }
-        let c = self.one_way.streams();
+        let c = self.one_way.streams(s.bytes());
         let (pipe, read) = c.rates();
         oxmpi_base::verbose!(
             BTL,
