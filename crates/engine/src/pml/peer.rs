@@ -174,8 +174,8 @@ impl Peer {
             "sm: sample {}{} {bytes} B {ns} ns at {end}",
             match (m, stream) {
                 (Mech::Pipe, _) => "pipe",
-                (Mech::Coop, false) => "coop",
-                (Mech::Coop, true) => "cma",
+                (Mech::Coop, true) if k == 0 => "cma",
+                (Mech::Coop, _) => "coop",
             },
             if stream {
                 format!(" (one-way stream of {} B messages)", s.bytes())
@@ -191,16 +191,23 @@ impl Peer {
             return;
         }
         let c = self.one_way.streams(s.bytes());
-        let (pipe, read) = c.rates();
+        let (pipe, single) = c.rates();
+        // Below 64 KiB a stream's single copy is the receiver's read alone, from 64 KiB
+        // the cooperative copy (`OneWay`).
+        let single_name = if k == 0 {
+            "single copy by the receiver"
+        } else {
+            "cooperative single copy"
+        };
         oxmpi_base::verbose!(
             BTL,
             20,
             "sm: streams of {} B messages from rank {p}: now {} (measured: pipelined \
-             {pipe:.1} GB/s, single copy by the receiver {read:.1} GB/s)",
+             {pipe:.1} GB/s, {single_name} {single:.1} GB/s)",
             s.bytes(),
             match c.current() {
                 Mech::Pipe => "pipelined copy",
-                Mech::Coop => "single copy by the receiver",
+                Mech::Coop => single_name,
             }
         );
     }
