@@ -721,14 +721,17 @@ mod tests {
         if let Some(sm) = job.section(r, "sm", 4).unwrap() {
             let set = crate::btl::sm::params::Settings::read();
             assert!(sm.get::<i32>(0).unwrap() >= 0, "fd");
+            // A job of 3 ranks: bulk buffers with a stream area.
+            let bulk = sm::bulk::bulk_bytes(set.bulk, 3);
+            assert_eq!(bulk, set.bulk * sm::bulk::STREAM_FACTOR);
             let stride = sm::segment::Layout {
                 ring: set.ring,
-                bulk: set.bulk,
+                bulk,
             }
             .slot();
             assert_eq!(sm.get::<usize>(1).unwrap(), 3 * stride, "length");
             assert_eq!(sm.get::<usize>(2).unwrap(), set.ring);
-            assert_eq!(sm.get::<usize>(3).unwrap(), set.bulk);
+            assert_eq!(sm.get::<usize>(3).unwrap(), bulk);
         }
         if let Some(tcp) = job.section(r, "tcp", 3).unwrap() {
             let usable = oxmpi_base::net::select(

@@ -64,7 +64,7 @@ pub(crate) struct Peer {
     /// send rendezvous messages to it too ([`TwoWay`]: per size class, a chooser fed per
     /// message in streams and one fed per exchange in exchanges).
     pub(crate) two_way: TwoWay,
-    /// Its rendezvous messages below 64 KiB while we send none to it ([`OneWay`]: a
+    /// Its rendezvous messages below 256 KiB while we send none to it ([`OneWay`]: a
     /// ping-pong's messages are measured one by one by `chooser`, a stream by its periods
     /// with a chooser of its own).
     pub(crate) one_way: OneWay,
@@ -174,8 +174,8 @@ impl Peer {
             "sm: sample {}{} {bytes} B {ns} ns at {end}",
             match (m, stream) {
                 (Mech::Pipe, _) => "pipe",
-                (Mech::Coop, false) => "coop",
-                (Mech::Coop, true) => "cma",
+                (Mech::Coop, true) if k == 0 => "cma",
+                (Mech::Coop, _) => "coop",
             },
             if stream {
                 format!(" (one-way stream of {} B messages)", s.bytes())
@@ -190,17 +190,24 @@ impl Peer {
             log_switch(&self.chooser[k], p, s.bytes(), false);
             return;
         }
-        let c = self.one_way.streams();
-        let (pipe, read) = c.rates();
+        let c = self.one_way.streams(s.bytes());
+        let (pipe, single) = c.rates();
+        // Below 64 KiB a stream's single copy is the receiver's read alone, from 64 KiB
+        // the cooperative copy (`OneWay`).
+        let single_name = if k == 0 {
+            "single copy by the receiver"
+        } else {
+            "cooperative single copy"
+        };
         oxmpi_base::verbose!(
             BTL,
             20,
             "sm: streams of {} B messages from rank {p}: now {} (measured: pipelined \
-             {pipe:.1} GB/s, single copy by the receiver {read:.1} GB/s)",
+             {pipe:.1} GB/s, {single_name} {single:.1} GB/s)",
             s.bytes(),
             match c.current() {
                 Mech::Pipe => "pipelined copy",
-                Mech::Coop => "single copy by the receiver",
+                Mech::Coop => single_name,
             }
         );
     }

@@ -1591,6 +1591,79 @@ fn windows_over_a_real_sm_link_arrive_in_order() {
     }
 }
 
+/// Two engines joined by a real shared-memory link whose bulk buffers have a stream area
+/// (16 KiB, hot part 4 KiB): windows of 32 rendezvous messages of 1-3 fragments, whose
+/// receives are posted after their requests-to-send arrived (one of them too short), with
+/// the receiver progressing once for every 8 passes of the sender (so the sender's
+/// fragments run ahead into the stream area, then the receiver catches up): every message
+/// arrives intact, in order, the short one truncated, the stream going on after it.
+#[test]
+fn windows_through_the_bulk_stream_area_arrive_intact_with_late_receives_and_truncation() {
+    let (a, b) = crate::btl::sm::link::tests::pair_hot(16 << 10, 4 << 10);
+    let s = test_settings();
+    let e = vec![
+        Engine::with_links(0, vec![None, Some(Box::new(a) as Box<dyn Link>)], &s),
+        Engine::with_links(1, vec![Some(Box::new(b) as Box<dyn Link>), None], &s),
+    ];
+    let net = Net {
+        e,
+        wires: HashMap::new(),
+    };
+    for round in 0..8u8 {
+        let sent: Vec<Vec<u8>> = (0..32u8)
+            .map(|i| data(EAGER + 1 + usize::from(i) * 89, round.wrapping_mul(32) ^ i))
+            .collect();
+        let sr: Vec<ReqId> = sent
+            .iter()
+            .map(|m| net.isend(0, 1, 3, m, SendMode::Standard))
+            .collect();
+        // The requests-to-send arrive before the receives are posted.
+        for _ in 0..4 {
+            net.step();
+        }
+        let short = usize::from(round) * 3 + 1;
+        let mut got: Vec<Vec<u8>> = sent
+            .iter()
+            .enumerate()
+            .map(|(i, m)| vec![0xee; if i == short { m.len() / 2 } else { m.len() }])
+            .collect();
+        let rr: Vec<ReqId> = got
+            .iter_mut()
+            .map(|g| net.irecv(1, 0, 3, &mut g[..]))
+            .collect();
+        let (mut passes, mut open) = (0, sr);
+        loop {
+            open.retain(|&r| match net.e[0].test(r) {
+                Some(st) => {
+                    assert_eq!(st.error, None, "round {round}: a send");
+                    false
+                }
+                None => true,
+            });
+            if open.is_empty() {
+                break;
+            }
+            for _ in 0..8 {
+                net.e[0].progress();
+            }
+            net.e[1].progress();
+            passes += 1;
+            assert!(passes < PATIENCE, "round {round} hangs");
+        }
+        for (i, r) in rr.into_iter().enumerate() {
+            let st = net.done(1, r);
+            let k = got[i].len();
+            assert_eq!(
+                (st.source, st.tag, st.count_bytes),
+                (0, 3, k),
+                "round {round} message {i}"
+            );
+            assert_eq!(st.error, (i == short).then_some(ErrorClass::Truncate));
+            assert!(got[i][..] == sent[i][..k], "round {round} message {i}");
+        }
+    }
+}
+
 /// The hand-off of `Engine::wait_message` (the one-sided progress thread's sleep): while
 /// another thread of the process polls every transport in a blocking wait, a sleeper
 /// sleeps on its doorbell alone, and the poller rings it as soon as it takes a message for

@@ -11,7 +11,7 @@
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use super::bulk::{BulkMem, BulkRx, BulkTx, BULK_CTL};
+use super::bulk::{self, BulkMem, BulkRx, BulkTx, BULK_CTL};
 use super::coop::{CoopMem, COOP_CTL};
 use super::link::SmLink;
 use super::params::Settings;
@@ -93,6 +93,9 @@ pub(crate) struct SmSetup {
     len: usize,
     own: Arc<Mapping>,
     layout: Layout,
+    /// The hot part of the bulk buffers we produce into (`btl_sm_bulk_size`;
+    /// [`bulk::STREAM_FACTOR`]).
+    hot: usize,
 }
 
 /// Opens the `sm` component: creates and maps our segment (one slot per rank), which its
@@ -101,7 +104,7 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
     let s = Settings::read();
     let layout = Layout {
         ring: s.ring,
-        bulk: s.bulk,
+        bulk: bulk::bulk_bytes(s.bulk, job.size()),
     };
     let len = job.size() * layout.slot();
     let fd = sys::memfd("oxmpi-sm", len).map_err(job.sys_err("memfd_create"))?;
@@ -111,6 +114,7 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         len,
         own: Arc::new(own),
         layout,
+        hot: s.bulk,
     })))
 }
 
@@ -183,7 +187,8 @@ impl SmSetup {
         let bulk_tx = (theirs.bulk > 0).then(|| {
             // SAFETY: the bulk buffers follow the rings inside the same slots (same
             // reasoning: in bounds, 64-byte aligned, zeroed, one producer and one consumer).
-            BulkTx::new(unsafe { BulkMem::from_raw(tx_base.add(theirs.bulk_at()), theirs.bulk) })
+            let mem = unsafe { BulkMem::from_raw(tx_base.add(theirs.bulk_at()), theirs.bulk) };
+            BulkTx::new(mem, self.hot.min(theirs.bulk))
         });
         let bulk_rx = (ours.bulk > 0).then(|| {
             // SAFETY: as above, in our own segment.
