@@ -93,6 +93,9 @@ pub(crate) struct SmSetup {
     len: usize,
     own: Arc<Mapping>,
     layout: Layout,
+    /// `btl_sm_ring_hot`: the part of each ring we produce into that a ping-pong keeps to
+    /// ([`Producer::hot_wrap`]).
+    hot: usize,
 }
 
 /// Opens the `sm` component: creates and maps our segment (one slot per rank), which its
@@ -111,6 +114,7 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         len,
         own: Arc::new(own),
         layout,
+        hot: s.ring_hot,
     })))
 }
 
@@ -195,6 +199,7 @@ impl SmSetup {
         // SAFETY: as above, in our own segment.
         let coop_rx = unsafe { CoopMem::from_raw(rx_base.add(ours.coop_at())) };
         let (mut tx, mut rx) = (Producer::new(tx), Consumer::new(rx));
+        tx.hot_wrap(self.hot);
         if let Some((t, r)) = warmed {
             tx.warm_ahead(t);
             rx.warm_ahead(r);
