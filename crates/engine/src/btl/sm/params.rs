@@ -62,7 +62,7 @@ pub(crate) static RING_HOT: ParamDecl = ParamDecl::new(
     "sm",
     "ring_hot",
     ParamType::Size,
-    "16k",
+    "4k",
     "When a record would start past this many bytes of a per-peer ring and the peer has \
      consumed everything sent (a ping-pong's turn), the sender starts over at the ring's \
      first bytes, whose cache lines are hot, rather than walking the whole ring; streams \
