@@ -215,6 +215,7 @@
 //! | `btl_sm_fragment_size` | 128k | rendezvous fragment size (bytes) |
 //! | `btl_sm_fragment_min_size` | 0 | when set, smallest fragment of a lone rendezvous message (cut in quarters; 0: not cut) |
 //! | `btl_sm_ring_size` | 320k | bytes of each per-peer ring |
+//! | `btl_sm_ring_hot` | 4k | a ping-pong's turn past this many ring bytes starts over at the ring's start (0: never) |
 //! | `btl_sm_bulk_size` | 1m | bytes of each per-peer bulk buffer for fragments (0: none) |
 //! | `btl_sm_single_copy_mechanism` | `auto` | `auto`, `coop`, `cma` or `none` |
 //! | `btl_sm_coop_min_size` | 16k | smallest message for the cooperative copy |

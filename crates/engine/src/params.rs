@@ -162,6 +162,7 @@ mod tests {
                 "btl_sm_fragment_size",
                 "btl_sm_fragment_min_size",
                 "btl_sm_ring_size",
+                "btl_sm_ring_hot",
                 "btl_sm_bulk_size",
                 "btl_sm_single_copy_mechanism",
                 "btl_sm_coop_min_size",

@@ -10,6 +10,13 @@ const CAP: usize = 256;
 /// Streams records of `lens` bytes through a ring of `cap` bytes, one producer thread and
 /// one consumer, checking every byte and the order.
 fn stream(cap: usize, lens: &'static [usize]) {
+    stream_hot(cap, None, lens)
+}
+
+/// As [`stream`], with the producer keeping to the first `hot` bytes when it finds the ring
+/// empty (`Producer::hot_wrap`; it loads `tail` before each record, as on a ping-pong's
+/// turn, so that it starts over early whenever the consumer has caught up).
+fn stream_hot(cap: usize, hot: Option<usize>, lens: &'static [usize]) {
     loom::model(move || {
         let ctl = Arc::new(RingCtl::new());
         // u64 storage keeps the data area 8-byte aligned (frames are read as u64).
@@ -19,8 +26,14 @@ fn stream(cap: usize, lens: &'static [usize]) {
         let mem = unsafe { RingMem::from_parts(Arc::as_ptr(&ctl), data_ptr, cap) };
         let mut prod = Producer::new(mem.clone());
         let mut cons = Consumer::new(mem);
+        if let Some(h) = hot {
+            prod.hot_wrap(h);
+        }
         let t = loom::thread::spawn(move || {
             for (k, &len) in lens.iter().enumerate() {
+                if hot.is_some() {
+                    prod.is_drained();
+                }
                 loop {
                     // SAFETY: fill writes exactly `len` bytes.
                     let ok = prod.push(len, |dst| unsafe {
@@ -79,4 +92,16 @@ fn small_records_share_lines() {
 #[test]
 fn large_records_leave_slots_the_producer_scrubs() {
     stream(CAP, &[100, 120, 8, 8]);
+}
+
+/// Early pads: with a hot part of 64 bytes, a record that would start past byte 64 of an
+/// empty ring starts over at 0 behind a pad over the rest of the area, which the consumer
+/// skips like the pad at the end. The large record (128 bytes at 32) leaves payload words
+/// that read as frames at 64, 96 and 128; the record after the early pad (64 bytes at 0)
+/// ends on 64, which the producer must scrub before publishing it; and when the consumer
+/// has not caught up, the producer must not start over (it would overwrite records not
+/// yet read).
+#[test]
+fn early_pads_keep_a_ping_pong_at_the_start() {
+    stream_hot(CAP, Some(64), &[8, 100, 40, 8]);
 }

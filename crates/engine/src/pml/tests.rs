@@ -110,6 +110,7 @@ impl Net {
 fn test_settings() -> Settings {
     Settings {
         ring: 64 << 10,
+        ring_hot: 16 << 10,
         bulk: 0,
         eager_limit: EAGER,
         frag: FRAG,
@@ -771,6 +772,7 @@ fn a_runtime_eager_limit_and_per_communicator_arrivals() {
     assert!(net.log(0, 1).iter().all(|&(k, _)| k == K_EAGER));
     let lower = Settings {
         ring: 64 << 10,
+        ring_hot: 16 << 10,
         bulk: 0,
         eager_limit: 64,
         frag: FRAG,

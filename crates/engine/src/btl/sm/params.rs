@@ -56,6 +56,20 @@ pub(crate) static RING_SIZE: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_sm_ring_hot`.
+pub(crate) static RING_HOT: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "ring_hot",
+    ParamType::Size,
+    "4k",
+    "When a record would start past this many bytes of a per-peer ring and the peer has \
+     consumed everything sent (a ping-pong's turn), the sender starts over at the ring's \
+     first bytes, whose cache lines are hot, rather than walking the whole ring; streams \
+     still use all of it. 0 or the ring size: never",
+)
+.level(6);
+
 /// `btl_sm_bulk_size`.
 pub(crate) static BULK_SIZE: ParamDecl = ParamDecl::new(
     "btl",
@@ -117,11 +131,12 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
 .runtime();
 
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 8] = [
+pub(crate) static PARAMS: [ParamDecl; 9] = [
     EAGER_LIMIT,
     FRAGMENT_SIZE,
     FRAGMENT_MIN,
     RING_SIZE,
+    RING_HOT,
     BULK_SIZE,
     SINGLE_COPY,
     COOP_MIN,
@@ -158,6 +173,8 @@ impl SingleCopy {
 pub(crate) struct Settings {
     /// Bytes of each per-peer ring (a multiple of 64, at least 4096).
     pub ring: usize,
+    /// Bytes of a ring a ping-pong keeps to (`btl_sm_ring_hot`; 0: the whole ring).
+    pub ring_hot: usize,
     /// Bytes of each per-peer bulk buffer (a multiple of 64; 0: none).
     pub bulk: usize,
     /// Largest eager message (before the ring's own limit).
@@ -192,6 +209,7 @@ impl Settings {
     fn with(size: impl Fn(&ParamDecl) -> usize, int: impl Fn(&ParamDecl) -> i64) -> Settings {
         Settings {
             ring: size(&RING_SIZE).max(4096) / 64 * 64,
+            ring_hot: size(&RING_HOT),
             bulk: size(&BULK_SIZE) / 64 * 64,
             eager_limit: size(&EAGER_LIMIT),
             frag: size(&FRAGMENT_SIZE).clamp(64, 1 << 30),

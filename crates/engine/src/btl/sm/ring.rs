@@ -376,6 +376,12 @@ pub struct Producer {
     answer: bool,
     /// Whether the next record is a ping-pong's turn (demoted once published).
     turn: bool,
+    /// A record that would start past this byte of the data area starts over at 0 when the
+    /// ring is empty ([`Producer::hot_wrap`]; `cap`: never).
+    hot: usize,
+    /// Whether the last record that started past `hot` started over (a ping-pong keeping to
+    /// the ring's first bytes), so that the lines at 0 are the ones to ask for ahead.
+    hot_lap: bool,
 }
 
 impl Producer {
@@ -397,6 +403,8 @@ impl Producer {
             inbound: 0,
             answer: false,
             turn: false,
+            hot: slots * SLOT,
+            hot_lap: false,
         };
         if cached_tail != 0 {
             p.mark(0, p.mem.cap, true);
@@ -453,6 +461,34 @@ impl Producer {
         (self.warm, self.warm_mark) = warm_marks(self.mem.cap, warm);
     }
 
+    /// Keeps a ping-pong to the first `hot` bytes of the data area (`btl_sm_ring_hot`; 0 or
+    /// `cap` and more: the whole area). When a record would start past `hot` and the ring is
+    /// known empty (everything written consumed), the producer pads the rest of the area as
+    /// at its end and writes the record at 0, in lines the consumer read on the previous
+    /// round rather than in lines it has not touched for a lap of the whole ring (each a
+    /// miss in both caches, in the shared cache too once the ring outgrows it). Empty is
+    /// known without asking when the cached `tail` equals `head`; otherwise `tail` is loaded
+    /// only on a ping-pong's turn ([`Producer::note_inbound`]: the peer answered, so it has
+    /// most likely consumed our last record), once per round of the hot part. A stream
+    /// (ring not empty) still uses the whole ring.
+    pub fn hot_wrap(&mut self, hot: usize) {
+        self.hot = if hot == 0 {
+            self.mem.cap
+        } else {
+            hot.min(self.mem.cap)
+        };
+    }
+
+    /// Whether the consumer has consumed everything written: from the cached `tail`, or,
+    /// on a ping-pong's turn, from `tail` itself.
+    #[inline]
+    fn known_empty(&mut self) -> bool {
+        if self.cached_tail != self.head && self.turn {
+            self.cached_tail = self.mem.ctl().tail.load(Ordering::Acquire);
+        }
+        self.cached_tail == self.head
+    }
+
     /// Largest record payload accepted by [`Producer::push`].
     pub fn max_record(&self) -> usize {
         max_record(self.mem.cap)
@@ -492,11 +528,16 @@ impl Producer {
         let total = record_bytes(len) as u64;
         let pos = self.pos as u64;
         let to_end = cap - pos;
-        let need = if total > to_end {
-            to_end + total
-        } else {
-            total
-        };
+        // Start over at 0 (a pad over the rest of the area) when the record does not fit
+        // before the end, or, on a ping-pong kept to the hot part, when it would start past
+        // it (`hot_wrap`; the space check below then passes: the ring is empty and the
+        // record fits before `pos`).
+        let mut wrap = total > to_end;
+        if !wrap && self.pos > self.hot {
+            wrap = total <= pos && self.known_empty();
+            self.hot_lap = wrap;
+        }
+        let need = if wrap { to_end + total } else { total };
         if self.head + need - self.cached_tail > cap {
             self.cached_tail = self.mem.ctl().tail.load(Ordering::Acquire);
             if self.head + need - self.cached_tail > cap {
@@ -504,10 +545,12 @@ impl Producer {
             }
         }
         let mut at = pos as usize;
-        if total > to_end {
+        if wrap {
             // The pad covers the rest of the area; its frame is published before the record's
             // so the consumer meets them in order. The consumer clears the pad's frame and
-            // moves to the start of the area: that slot must not be dirty.
+            // moves to the start of the area: that slot must not be dirty. The consumer
+            // reads nothing else under the pad, so the other slots there keep their state
+            // (dirty or not) for the next record that covers them.
             if self.ndirty != 0 {
                 self.mark(at, at + SLOT, false);
                 self.scrub(0);
@@ -559,7 +602,17 @@ impl Producer {
             // work.
             warm_rest(&self.mem, &mut self.warm, &mut self.warm_mark);
         }
-        if total as usize >= PREFETCH_MIN {
+        if total as usize >= PREFETCH_MIN
+            && self.hot_lap
+            && self.pos > self.hot
+            && at >= total as usize
+        {
+            // The next record of a ping-pong kept to the hot part starts over at 0 (if the
+            // ring is empty then): ask for those lines, not the ones after this record (the
+            // record just written does not overlap them: the consumer reads it now). A hint:
+            // `[0, total)` lies inside the data area anyway (`total <= cap / 2`).
+            prefetch_lines(self.mem.data, total as usize);
+        } else if total as usize >= PREFETCH_MIN {
             // The next record's lines, while the caller goes on (or waits for a reply).
             let free = (self.cached_tail + cap - self.head) as usize;
             if let Some((from, end)) = ahead_range(self.pos, total as usize, free, self.mem.cap) {
@@ -1090,6 +1143,238 @@ mod tests {
                         assert!(end <= cap && end <= pos + free && end <= pos + total);
                     }
                 }
+            }
+        }
+    }
+
+    /// Where the next record starts (byte offset in the data area), and its payload.
+    fn pop_at(c: &mut Consumer) -> Option<(usize, Vec<u8>)> {
+        let (p, _) = c.peek().unwrap()?;
+        let at = p as usize - c.mem.data as usize - FRAME;
+        Some((at, pop(c).unwrap()))
+    }
+
+    /// Sends `data` as on a ping-pong's turn: a blocking send right after the link consumed
+    /// a record from the peer (`inbound` must differ from the last call's).
+    fn push_turn(p: &mut Producer, inbound: u64, data: &[u8]) -> bool {
+        p.answer_next();
+        p.note_inbound(inbound);
+        push(p, data)
+    }
+
+    /// A ping-pong keeps to the hot part: once a record ends past `hot` and the consumer
+    /// has taken everything, the next one starts over at 0 behind an early pad, which the
+    /// consumer skips like the pad at the end (its frame cleared, `tail` past it). A stream
+    /// (ring not empty) goes on past `hot` and fills the whole ring; a ping-pong after it
+    /// comes back to the start.
+    #[test]
+    fn hot_wrap_keeps_a_ping_pong_at_the_start_and_streams_use_the_whole_ring() {
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
+        let (mut p, mut c) = ring_of(&mut buf, BUF);
+        let hot = 4096;
+        p.hot_wrap(hot);
+        let msg = |i: u64| frame_like(1000, i);
+        let mut starts = std::collections::BTreeSet::new();
+        let mut pads = 0;
+        for i in 0..100u64 {
+            let before = c.consumed();
+            assert!(push_turn(&mut p, i + 1, &msg(i)));
+            let (at, got) = pop_at(&mut c).unwrap();
+            assert_eq!(got, msg(i), "record {i}");
+            assert!(at <= hot, "record {i} at {at}, past the hot part");
+            if at == 0 && i > 0 {
+                // The early pad: from the end of the last record to the end of the area.
+                pads += 1;
+                assert!(c.consumed() - before >= (BUF - hot) as u64, "record {i}");
+                assert!(!c.ready());
+            }
+            starts.insert(at);
+            assert!(p.is_drained(), "record {i}");
+        }
+        assert!(pads >= 15, "{pads} early pads");
+        assert!(*starts.last().unwrap() <= hot);
+        // The pads' frames were cleared by the consumer: no word in the area past the hot
+        // part reads as a frame (nothing was ever written past hot + one record).
+        for s in (hot + 1024) / SLOT..BUF / SLOT {
+            assert_eq!(head_word(&buf, s), 0, "slot {s}");
+        }
+        // A stream: its first record starts over (the ring is empty), the others go on past
+        // `hot` (the ring is not empty) up to the early pad, which stops them until the
+        // consumer passes it; then to the end of the area, filling the ring.
+        let mut sent = std::collections::VecDeque::new();
+        let mut k = 1000u64;
+        let mut passed = false;
+        loop {
+            let m = msg(k);
+            if push_turn(&mut p, 10_000 + k, &m) {
+                k += 1;
+                sent.push_back(m);
+                continue;
+            }
+            if passed {
+                break;
+            }
+            assert!(sent.len() >= hot / 1024, "{} records", sent.len());
+            let (at, got) = pop_at(&mut c).unwrap();
+            assert_eq!((at, Some(got)), (0, sent.pop_front()));
+            passed = true;
+        }
+        assert!(
+            (sent.len() + 1) * record_bytes(1000) > BUF - 2 * record_bytes(1000),
+            "{} records: the stream did not fill the ring",
+            sent.len()
+        );
+        let mut deepest = 0;
+        while let Some(m) = sent.pop_front() {
+            let (at, got) = pop_at(&mut c).unwrap();
+            assert_eq!(got, m);
+            deepest = deepest.max(at);
+        }
+        assert!(
+            deepest > BUF - 2 * record_bytes(1000),
+            "stream kept below {deepest}"
+        );
+        assert!(!c.ready());
+        // The ping-pong again: back to the hot part within a lap.
+        for i in 0..40u64 {
+            assert!(push_turn(&mut p, 20_000 + i, &msg(i)));
+            let (at, got) = pop_at(&mut c).unwrap();
+            assert_eq!(got, msg(i));
+            if i >= 20 {
+                assert!(at <= hot, "record {i} at {at}");
+            }
+            assert!(!c.ready());
+        }
+        // Without a turn nor a known-empty ring (cached tail behind), no early wrap: a
+        // blocking send with nothing consumed from the peer does not ask for `tail`.
+        let mut fresh = Buf([0; CTL_BYTES + BUF]);
+        let (mut p, mut c) = ring_of(&mut fresh, BUF);
+        p.hot_wrap(hot);
+        for i in 0..15u64 {
+            assert!(push(&mut p, &msg(i)));
+            let (at, got) = pop_at(&mut c).unwrap();
+            assert_eq!(got, msg(i));
+            assert_eq!(at, i as usize * record_bytes(1000), "record {i}");
+        }
+        // hot_wrap(0) and hot_wrap(cap): the whole ring.
+        for h in [0, BUF] {
+            let (mut p, mut c) = ring_of(&mut buf, BUF);
+            p.hot_wrap(h);
+            let mut deepest = 0;
+            for i in 0..40u64 {
+                assert!(push_turn(&mut p, i + 1, &msg(i)));
+                deepest = deepest.max(pop_at(&mut c).unwrap().0);
+            }
+            assert!(deepest > BUF - 2 * record_bytes(1000), "hot {h}: {deepest}");
+        }
+    }
+
+    /// An early pad at every slot of the area (the hot part's end moved slot by slot), with
+    /// large records among small ones so that slots under the pads and where records end
+    /// hold payload words that read as frames: the pads keep the dirty slots under them
+    /// dirty (the consumer does not clear them) and the consumer never takes a stale word
+    /// for a record, in ping-pongs and in short streams between them.
+    #[test]
+    fn early_pads_at_every_position_keep_the_slots_right() {
+        let cap = BUF;
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
+        let (mut p, mut c) = ring_of(&mut buf, cap);
+        let lens = [LARGE - FRAME, 8, 100, LARGE + 300, 24, 600, 0, 2000, 40];
+        let mut seq = 0u64;
+        let mut early = 0;
+        for hot in (SLOT..cap).step_by(SLOT) {
+            p.hot_wrap(hot);
+            for r in 0..3 {
+                let len = lens[(hot / SLOT + r) % lens.len()];
+                let burst = if (hot / SLOT) % 5 == 0 { 3 } else { 1 };
+                let mut sent = std::collections::VecDeque::new();
+                for _ in 0..burst {
+                    let m = frame_like(len, seq);
+                    let (pos, total) = (p.pos, record_bytes(len));
+                    // An early pad stops a burst at its start until the consumer passes it.
+                    while !push_turn(&mut p, seq + 1, &m) {
+                        assert!(!sent.is_empty(), "full while empty (hot {hot})");
+                        assert_eq!(pop(&mut c), sent.pop_front(), "hot {hot}");
+                    }
+                    if pos != 0 && pos + total <= cap && p.pos == total {
+                        early += 1;
+                    }
+                    seq += 1;
+                    sent.push_back(m);
+                }
+                for m in sent {
+                    assert_eq!(pop(&mut c), Some(m), "hot {hot}");
+                }
+                assert!(!c.ready(), "stale word taken for a record (hot {hot})");
+            }
+        }
+        assert!(early > 200, "{early} early pads");
+    }
+
+    /// The property: any sequence of pushes (on a turn or not), pops, hot parts and
+    /// `is_drained` checks delivers exactly the records pushed, in order, with nothing
+    /// ready behind the last, whatever pads (early or at the end) the producer writes.
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Push(usize, bool),
+            Pop,
+            Hot(usize),
+            Drained,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0usize..5000, any::<bool>()).prop_map(|(n, t)| Op::Push(n, t)),
+                4 => Just(Op::Pop),
+                1 => (0usize..9000).prop_map(|h| Op::Hot(h / SLOT * SLOT)),
+                1 => Just(Op::Drained),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn ring_matches_a_queue(ops in proptest::collection::vec(op(), 1..300)) {
+                let cap = 8192;
+                let mut buf = Buf([0; CTL_BYTES + BUF]);
+                let (mut p, mut c) = ring_of(&mut buf, cap);
+                let mut model = std::collections::VecDeque::new();
+                let mut seq = 0u64;
+                for op in ops {
+                    match op {
+                        Op::Push(n, turn) => {
+                            let n = n.min(p.max_record());
+                            let m = frame_like(n, seq);
+                            let ok = if turn {
+                                push_turn(&mut p, seq + 1, &m)
+                            } else {
+                                push(&mut p, &m)
+                            };
+                            seq += 1;
+                            if ok {
+                                model.push_back(m);
+                            } else {
+                                prop_assert!(!model.is_empty(), "full while empty");
+                            }
+                        }
+                        Op::Pop => {
+                            prop_assert_eq!(pop(&mut c), model.pop_front());
+                            if model.is_empty() {
+                                prop_assert!(!c.ready());
+                            }
+                        }
+                        Op::Hot(h) => p.hot_wrap(h),
+                        Op::Drained => prop_assert_eq!(p.is_drained(), model.is_empty()),
+                    }
+                }
+                while let Some(m) = model.pop_front() {
+                    prop_assert_eq!(pop(&mut c), Some(m));
+                }
+                prop_assert!(!c.ready());
             }
         }
     }

@@ -95,7 +95,10 @@ pub(crate) struct SmSetup {
     layout: Layout,
     /// The hot part of the bulk buffers we produce into (`btl_sm_bulk_size`;
     /// [`bulk::STREAM_FACTOR`]).
-    hot: usize,
+    bulk_hot: usize,
+    /// `btl_sm_ring_hot`: the part of each ring we produce into that a ping-pong keeps to
+    /// ([`Producer::hot_wrap`]).
+    ring_hot: usize,
 }
 
 /// Opens the `sm` component: creates and maps our segment (one slot per rank), which its
@@ -114,7 +117,8 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         len,
         own: Arc::new(own),
         layout,
-        hot: s.bulk,
+        bulk_hot: s.bulk,
+        ring_hot: s.ring_hot,
     })))
 }
 
@@ -188,7 +192,7 @@ impl SmSetup {
             // SAFETY: the bulk buffers follow the rings inside the same slots (same
             // reasoning: in bounds, 64-byte aligned, zeroed, one producer and one consumer).
             let mem = unsafe { BulkMem::from_raw(tx_base.add(theirs.bulk_at()), theirs.bulk) };
-            BulkTx::new(mem, self.hot.min(theirs.bulk))
+            BulkTx::new(mem, self.bulk_hot.min(theirs.bulk))
         });
         let bulk_rx = (ours.bulk > 0).then(|| {
             // SAFETY: as above, in our own segment.
@@ -200,6 +204,7 @@ impl SmSetup {
         // SAFETY: as above, in our own segment.
         let coop_rx = unsafe { CoopMem::from_raw(rx_base.add(ours.coop_at())) };
         let (mut tx, mut rx) = (Producer::new(tx), Consumer::new(rx));
+        tx.hot_wrap(self.ring_hot);
         if let Some((t, r)) = warmed {
             tx.warm_ahead(t);
             rx.warm_ahead(r);
