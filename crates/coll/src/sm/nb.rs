@@ -1270,6 +1270,9 @@ impl SmNb {
             };
             let (seg, k) = (&*self.seg, self.k);
             let f = (&*op.f as Fold<'_>, op.elem_size);
+            // A reduce-scatter of equal blocks with a commutative operation folds by CPU
+            // when the ranks are pinned, as the blocking one (`Seg::rs_grouped_step`).
+            self.large.group(red, op.commutative);
             // SAFETY: caller contract (the regions are valid until the end); `k` is open
             // (closed below), and every rank runs the same reduction on the same length.
             let end = unsafe { seg.large_step((&mut self.large, k, red), input, output, f) };

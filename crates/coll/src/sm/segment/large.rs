@@ -149,9 +149,19 @@ pub(crate) struct Large {
     sent: usize,
     /// A phased reduce-scatter: the phases we folded out of every slot.
     read: usize,
-    /// A blocking reduce-scatter of equal blocks with a commutative operation: it may go
-    /// by CPU ([`Seg::rs_grouped`]).
+    /// A reduce-scatter of equal blocks with a commutative operation, blocking or not: it
+    /// may go by CPU ([`Seg::rs_grouped`]).
     grouped: bool,
+}
+
+impl Large {
+    /// Let nonblocking reduction `red` go by CPU ([`Seg::rs_grouped`]) when it is a
+    /// reduce-scatter of equal blocks (a [`Reduction::ReduceScatter`] of mark 0) and its
+    /// operation `commutative`, as the blocking form's caller decides: the same on every
+    /// rank (MPI's counts and operation). Before the step that finds every rank posted.
+    pub(crate) fn group(&mut self, red: Reduction, commutative: bool) {
+        self.grouped = commutative && matches!(red, Reduction::ReduceScatter { mark: 0, .. });
+    }
 }
 
 /// Bytes and offset of slice `i` of `p` of an `n`-byte vector of `elem`-byte elements
