@@ -9,7 +9,7 @@
  * - several outstanding at once on the same communicator: two reduce-scatters of equal
  *   blocks (one in place), one of uneven counts, an allreduce through the same region and a
  *   small ibarrier, completed in reverse order, rank 0 sleeping before it waits (its
- *   partials come from its own progress or the progress thread's);
+ *   partials come from its own progress or the progress thread's).
  * Every result is checked element by element against its formula. */
 #define _GNU_SOURCE
 #include "check.h"
