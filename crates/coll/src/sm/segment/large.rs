@@ -19,7 +19,8 @@
 //!   below the last rank copies it into its slot and counts it: `p - 1` folds in all,
 //!   where every rank folding the ranks up to its own made `p (p - 1) / 2` (np=8, 1 MiB,
 //!   oversubscribed: measured faster);
-//! * reduce-scatter: every rank posts and folds its block of every slot into its result;
+//! * reduce-scatter: every rank posts and folds its block of every slot into its result
+//!   (equal blocks of a commutative operation, the ranks pinned: by CPU, [`Seg::rs_grouped`]);
 //!   one of equal blocks ([`Reduction::ReduceScatterBlock`]) whose vector is larger than a
 //!   slot (up to [`RS_PHASED_MAX`]) goes in phases, each the same slice of every block
 //!   ([`rs_phases`]): a rank copies the next phase into its slot once every rank has folded
@@ -929,8 +930,8 @@ pub(crate) fn rs_provider(cpus: &[u32], cpu: u32, r: usize) -> (usize, usize) {
 }
 
 impl Seg {
-    /// Whether a blocking reduce-scatter of equal `len`-byte blocks of an `n`-byte vector
-    /// with a commutative operation goes by CPU ([`Seg::rs_grouped_step`]): at most 64
+    /// Whether a reduce-scatter (blocking or not) of equal `len`-byte blocks of an `n`-byte
+    /// vector with a commutative operation goes by CPU ([`Seg::rs_grouped_step`]): at most 64
     /// ranks, every rank pinned to one CPU, at least two CPUs and one with two ranks, at
     /// least [`RS_GROUPED_MIN`] bytes and room in a slot for the vector and the partials.
     /// The same answer on every rank.
