@@ -155,13 +155,31 @@ pub(crate) struct Large {
     grouped: bool,
 }
 
-impl Large {
-    /// Let nonblocking reduction `red` go by CPU ([`Seg::rs_grouped`]) when it is a
-    /// reduce-scatter of equal blocks (a [`Reduction::ReduceScatter`] of mark 0) and its
-    /// operation `commutative`, as the blocking form's caller decides: the same on every
-    /// rank (MPI's counts and operation). Before the step that finds every rank posted.
-    pub(crate) fn group(&mut self, red: Reduction, commutative: bool) {
-        self.grouped = commutative && matches!(red, Reduction::ReduceScatter { mark: 0, .. });
+/// Most ranks pinned to one CPU for which a nonblocking reduce-scatter folds by CPU
+/// ([`Seg::group_nb`]): with more, the second wait (for the other CPUs' partials, each
+/// folded in some rank's progress) cost more than the bytes it keeps on a CPU where the
+/// vCPUs are near (np=8 cyclic 64 KiB, 4 ranks a CPU, load 20-29: launch minima 140-160
+/// against 190-220 us, new faster in 4-5 of 17 paired rounds; far 2.4-2.7x faster), while
+/// np=4 block (2 a CPU) was faster near and far (session 49, s49-irsfold).
+const RS_GROUPED_NB_PER_CPU: usize = 2;
+
+impl Seg {
+    /// Let nonblocking reduction `red` (its state `st`) go by CPU ([`Seg::rs_grouped`]) when
+    /// it is a reduce-scatter of equal blocks (a [`Reduction::ReduceScatter`] of mark 0),
+    /// its operation `commutative` (as the blocking form's caller decides) and no CPU holds
+    /// more than [`RS_GROUPED_NB_PER_CPU`] ranks: the same on every rank (MPI's counts and
+    /// operation, the segment's CPUs). Call before each step; decided before our post.
+    pub(crate) fn group_nb(&self, st: &mut Large, red: Reduction, commutative: bool) {
+        if st.posted {
+            return;
+        }
+        let cpus = &self.cpus;
+        let few = || {
+            cpus.iter()
+                .all(|&c| cpus.iter().filter(|&&x| x == c).count() <= RS_GROUPED_NB_PER_CPU)
+        };
+        st.grouped =
+            commutative && matches!(red, Reduction::ReduceScatter { mark: 0, .. }) && few();
     }
 }
 
