@@ -19,7 +19,8 @@
 //!   below the last rank copies it into its slot and counts it: `p - 1` folds in all,
 //!   where every rank folding the ranks up to its own made `p (p - 1) / 2` (np=8, 1 MiB,
 //!   oversubscribed: measured faster);
-//! * reduce-scatter: every rank posts and folds its block of every slot into its result;
+//! * reduce-scatter: every rank posts and folds its block of every slot into its result
+//!   (equal blocks of a commutative operation, the ranks pinned: by CPU, [`Seg::rs_grouped`]);
 //!   one of equal blocks ([`Reduction::ReduceScatterBlock`]) whose vector is larger than a
 //!   slot (up to [`RS_PHASED_MAX`]) goes in phases, each the same slice of every block
 //!   ([`rs_phases`]): a rank copies the next phase into its slot once every rank has folded
@@ -149,9 +150,37 @@ pub(crate) struct Large {
     sent: usize,
     /// A phased reduce-scatter: the phases we folded out of every slot.
     read: usize,
-    /// A blocking reduce-scatter of equal blocks with a commutative operation: it may go
-    /// by CPU ([`Seg::rs_grouped`]).
+    /// A reduce-scatter of equal blocks with a commutative operation, blocking or not: it
+    /// may go by CPU ([`Seg::rs_grouped`]).
     grouped: bool,
+}
+
+/// Most ranks pinned to one CPU for which a nonblocking reduce-scatter folds by CPU
+/// ([`Seg::group_nb`]): with more, the second wait (for the other CPUs' partials, each
+/// folded in some rank's progress) cost more than the bytes it keeps on a CPU where the
+/// vCPUs are near (np=8 cyclic 64 KiB, 4 ranks a CPU, load 20-29: launch minima 140-160
+/// against 190-220 us, new faster in 4-5 of 17 paired rounds; far 2.4-2.7x faster), while
+/// np=4 block (2 a CPU) was faster near and far (session 49, s49-irsfold).
+const RS_GROUPED_NB_PER_CPU: usize = 2;
+
+impl Seg {
+    /// Let nonblocking reduction `red` (its state `st`) go by CPU ([`Seg::rs_grouped`]) when
+    /// it is a reduce-scatter of equal blocks (a [`Reduction::ReduceScatter`] of mark 0),
+    /// its operation `commutative` (as the blocking form's caller decides) and no CPU holds
+    /// more than [`RS_GROUPED_NB_PER_CPU`] ranks: the same on every rank (MPI's counts and
+    /// operation, the segment's CPUs). Call before each step; decided before our post.
+    pub(crate) fn group_nb(&self, st: &mut Large, red: Reduction, commutative: bool) {
+        if st.posted {
+            return;
+        }
+        let cpus = &self.cpus;
+        let few = || {
+            cpus.iter()
+                .all(|&c| cpus.iter().filter(|&&x| x == c).count() <= RS_GROUPED_NB_PER_CPU)
+        };
+        st.grouped =
+            commutative && matches!(red, Reduction::ReduceScatter { mark: 0, .. }) && few();
+    }
 }
 
 /// Bytes and offset of slice `i` of `p` of an `n`-byte vector of `elem`-byte elements
@@ -919,8 +948,8 @@ pub(crate) fn rs_provider(cpus: &[u32], cpu: u32, r: usize) -> (usize, usize) {
 }
 
 impl Seg {
-    /// Whether a blocking reduce-scatter of equal `len`-byte blocks of an `n`-byte vector
-    /// with a commutative operation goes by CPU ([`Seg::rs_grouped_step`]): at most 64
+    /// Whether a reduce-scatter (blocking or not) of equal `len`-byte blocks of an `n`-byte
+    /// vector with a commutative operation goes by CPU ([`Seg::rs_grouped_step`]): at most 64
     /// ranks, every rank pinned to one CPU, at least two CPUs and one with two ranks, at
     /// least [`RS_GROUPED_MIN`] bytes and room in a slot for the vector and the partials.
     /// The same answer on every rank.
