@@ -142,7 +142,8 @@ impl State {
                 if self.answering {
                     link.answer_next();
                 }
-                let timed = len >= self.sense_min && peer.single_copy && peer.place.wants(len);
+                let timed =
+                    len >= self.sense_min && peer.single_copy && peer.place.wants(len, false);
                 let t0 = if timed {
                     self.clock.elapsed()
                 } else {
@@ -311,8 +312,10 @@ impl State {
         // Fast path: nothing queued before it, so it may go straight into the link.
         if peer.outq.is_empty() {
             if let (Some(link), Out::Eager { hdr, ptr, len, .. }) = (peer.link.as_mut(), &item) {
-                // (a probe of a far peer's placement comes this way: timed)
-                let timed = *len >= self.sense_min && peer.single_copy && peer.place.wants(*len);
+                // (a probe of a far peer's placement comes this way: always timed)
+                let probe = *len > self.far_eager && peer.place.far();
+                let timed =
+                    *len >= self.sense_min && peer.single_copy && peer.place.wants(*len, probe);
                 let t0 = if timed {
                     self.clock.elapsed()
                 } else {

@@ -10,9 +10,9 @@
 //! (`process_vm_readv`) costs about the same near and far.
 //!
 //! So the sender times some of its copies of eager messages of at least [`SENSE_MIN`]
-//! bytes into the link (one in [`NEAR_EVERY`] while it takes the peer to be near, every
-//! one while far): a copy slower than [`FAR_NS_PER_KIB`] a KiB says far, and [`FLIP`]
-//! such samples in a row change the belief. While far, a lone message above
+//! bytes into the link (one in [`EVERY`], every probe, below, and the next `2 * FLIP`
+//! after the belief changed to near): a copy slower than [`FAR_NS_PER_KIB`] a KiB says
+//! far, and [`FLIP`] such samples in a row change the belief. While far, a lone message above
 //! `btl_sm_far_eager_limit` and up to the eager limit goes by a rendezvous that the
 //! receiver reads alone, except one in [`PROBE_EVERY`], which still goes eagerly and is
 //! timed, so that a return to near is seen. Nothing needs the peer's cooperation: a
@@ -27,8 +27,8 @@ pub const FAR_NS_PER_KIB: u64 = 200;
 /// Samples in a row against the belief that change it.
 pub const FLIP: u8 = 2;
 
-/// While near, one eager copy of at least [`SENSE_MIN`] bytes in this many is timed.
-pub const NEAR_EVERY: u32 = 8;
+/// One eager copy of at least [`SENSE_MIN`] bytes in this many is timed (and every probe).
+pub const EVERY: u32 = 16;
 
 /// While far, one send in this many that the belief would turn into a rendezvous goes
 /// eagerly (a probe for the peer's sensor).
@@ -62,12 +62,16 @@ pub struct Place {
     far: bool,
     /// Samples in a row against `far`.
     against: u8,
-    /// Eager copies of at least [`SENSE_MIN`] bytes made while near.
+    /// Eager copies of at least [`SENSE_MIN`] bytes made.
     copies: u32,
     /// Sends the belief turned into a rendezvous or probed, while far.
     sends: u32,
     /// Samples recorded.
     samples: u32,
+    /// Copies still to time after the belief changed to near (a probe's ring lines are
+    /// cold, so probes may read near while far: the eager copies that follow tell at
+    /// once).
+    confirm: u8,
 }
 
 impl Place {
@@ -82,17 +86,20 @@ impl Place {
         self.samples
     }
 
-    /// Whether to time our copy of an eager message of `n` bytes to this peer.
+    /// Whether to time our copy of an eager message of `n` bytes to this peer: one in
+    /// [`EVERY`] of at least [`SENSE_MIN`] bytes, and every probe (an eager send of a size
+    /// that goes by a read while far: `probe`).
     #[inline(always)]
-    pub fn wants(&mut self, n: usize) -> bool {
+    pub fn wants(&mut self, n: usize, probe: bool) -> bool {
         if n < SENSE_MIN {
             return false;
         }
-        if self.far {
+        if self.confirm > 0 {
+            self.confirm -= 1;
             return true;
         }
         self.copies = self.copies.wrapping_add(1);
-        self.copies % NEAR_EVERY == 0
+        probe || self.copies % EVERY == 0
     }
 
     /// A timed copy of `n` bytes took `ns` nanoseconds: `true` if the belief changed.
@@ -110,6 +117,7 @@ impl Place {
         *self = Place {
             far,
             samples: self.samples,
+            confirm: if far { 0 } else { 2 * FLIP },
             ..Place::default()
         };
         true
@@ -151,20 +159,30 @@ mod tests {
         assert!(!p.far());
     }
 
-    /// Near: one copy in [`NEAR_EVERY`] of at least [`SENSE_MIN`] bytes is timed, none
-    /// below; far: every one.
+    /// One copy in [`EVERY`] of at least [`SENSE_MIN`] bytes is timed, near and far, none
+    /// below; every probe.
     #[test]
-    fn copies_are_timed_one_in_n_near_and_all_far() {
+    fn copies_are_timed_one_in_n_and_every_probe() {
         let mut p = Place::default();
-        assert!(!p.wants(SENSE_MIN - 1));
-        let timed = (0..NEAR_EVERY * 4).filter(|_| p.wants(SENSE_MIN)).count();
+        assert!(!p.wants(SENSE_MIN - 1, false));
+        let timed = (0..EVERY * 4).filter(|_| p.wants(SENSE_MIN, false)).count();
         assert_eq!(timed, 4);
         let slow = FAR_NS_PER_KIB * 4 + 1;
         p.record(SENSE_MIN, slow);
         p.record(SENSE_MIN, slow);
         assert!(p.far());
-        assert!((0..10).all(|_| p.wants(SENSE_MIN)));
-        assert!(!p.wants(SENSE_MIN - 1));
+        let timed = (0..EVERY * 2).filter(|_| p.wants(SENSE_MIN, false)).count();
+        assert_eq!(timed, 2);
+        assert!((0..10).all(|_| p.wants(SENSE_MIN, true)));
+        assert!(!p.wants(SENSE_MIN - 1, true));
+        // Near again (two fast probes): the next 2 * FLIP copies are timed, then one in
+        // EVERY.
+        p.record(SENSE_MIN, 1);
+        assert!(p.record(SENSE_MIN, 1));
+        assert!(!p.far());
+        assert!((0..2 * FLIP).all(|_| p.wants(SENSE_MIN, false)));
+        let timed = (0..EVERY * 2).filter(|_| p.wants(SENSE_MIN, false)).count();
+        assert_eq!(timed, 2);
     }
 
     /// Far: every send but one in [`PROBE_EVERY`] goes by rendezvous; near: none.
