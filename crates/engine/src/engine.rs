@@ -1402,6 +1402,20 @@ impl Engine {
         self.lock().peers[p].pid = pid;
     }
 
+    /// Lets rendezvous messages to peer `p` offer a single copy, as an sm link's
+    /// capabilities do (the protocol tests' fake links offer none).
+    #[cfg(test)]
+    pub(crate) fn set_peer_single_copy(&self, p: usize) {
+        self.lock().peers[p].single_copy = true;
+    }
+
+    /// Feeds peer `p`'s placement a timed eager copy of `n` bytes in `ns` nanoseconds, as
+    /// the send paths do ([`crate::btl::sm::place`]).
+    #[cfg(test)]
+    pub(crate) fn sense_peer(&self, p: usize, n: usize, ns: u64) {
+        self.lock().peers[p].place.record(n, ns);
+    }
+
     /// Polls (progress + `f`) until `f` returns a value; yields between polls if configured,
     /// and checks peers for liveness now and then.
     ///

@@ -159,6 +159,8 @@ mod tests {
             names,
             [
                 "btl_sm_eager_limit",
+                "btl_sm_far_eager_limit",
+                "btl_sm_placement",
                 "btl_sm_fragment_size",
                 "btl_sm_fragment_min_size",
                 "btl_sm_ring_size",

@@ -146,6 +146,32 @@ fn pingpong_cma() {
     );
 }
 
+/// `btl_sm_placement=far`: messages of 4097-8192 bytes (above `btl_sm_far_eager_limit`)
+/// go by a rendezvous that the receiver reads alone over real sm links and CMA; the
+/// scenario checks every byte, the trace that this path was taken.
+#[test]
+fn pingpong_placement_far_reads_eager_sizes() {
+    let stderr = run(
+        2,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl_sm_placement", "far"),
+            ("OXMPI_MCA_btl_base_verbose", "60"),
+        ],
+    );
+    let read = |n: usize| {
+        stderr.iter().flat_map(|e| e.lines()).any(|l| {
+            l.contains(&format!("send {n} B to rank"))
+                && l.contains("to be read alone (its CPU is far)")
+        })
+    };
+    assert!(
+        read(8192) && !read(4096),
+        "8192 B read alone, 4096 B eager:\n{}",
+        stderr.join("\n")
+    );
+}
+
 /// CMA denied (as in containers with the default seccomp profile): the transfer falls back
 /// to the copy pipeline, says so at verbose level, and never fails.
 #[test]

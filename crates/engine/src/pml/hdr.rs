@@ -37,6 +37,10 @@ pub(crate) const F_RMA: u8 = 16;
 /// transfer down); set by the link on receipt, never sent. Such a transfer does not feed
 /// the one-way [`Chooser`](crate::btl::sm::coop::Chooser).
 pub(crate) const F_COLD: u8 = 32;
+/// An RTS of a message the sender would have sent eagerly but for its peer's far CPU
+/// ([`crate::btl::sm::place`]): the receiver reads it alone (`process_vm_readv`) whatever
+/// its copy chooser says. Set only with [`F_CMA`].
+pub(crate) const F_READ: u8 = 64;
 
 /// Header in front of every record (40 bytes; the sm link sends a standard eager record with
 /// only the first 16, see `crate::btl::sm::link::SHORT_HDR`).

@@ -38,7 +38,8 @@ use self::comm::Comm;
 use self::peer::{Out, Peer};
 use self::recv::{Ack, Msg};
 use self::request::{msg_status, Req, ReqState, Slab};
-use crate::btl::sm::params::{Settings, SingleCopy};
+use crate::btl::sm::params::{Placement, Settings, SingleCopy};
+use crate::btl::sm::place;
 use crate::btl::{PeerInfo, BTL};
 use crate::pml::hdr::{
     Hdr, FIN_READ, F_COOP, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
@@ -77,6 +78,15 @@ pub(crate) struct State {
     pub(crate) linked: Vec<usize>,
     /// Largest eager message.
     pub(crate) eager_limit: usize,
+    /// Largest eager message to a peer taken to be far (`usize::MAX`: placement
+    /// `near`, or no single copy): larger ones up to `eager_limit` go by a rendezvous the
+    /// receiver reads alone ([`State::read_instead`]).
+    pub(crate) far_eager: usize,
+    /// `btl_sm_placement`.
+    pub(crate) placement: Placement,
+    /// Smallest eager message whose copy into the link may be timed for the placement
+    /// ([`crate::btl::sm::place`]; `usize::MAX`: no sensing).
+    pub(crate) sense_min: usize,
     /// Set while a blocking send starts (`Engine::send`): its eager record may answer one
     /// just received (`Link::answer_next`).
     pub(crate) answering: bool,
@@ -173,6 +183,9 @@ impl State {
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
             eager_limit: Self::eager_cap(sm),
+            far_eager: Self::far_cap(sm),
+            placement: sm.placement,
+            sense_min: Self::sense_min(sm),
             answering: false,
             frag: sm.frag,
             frag_min: sm.frag_min,
@@ -204,11 +217,36 @@ impl State {
             .min(crate::btl::sm::ring::max_record(sm.ring) - HDR)
     }
 
+    /// The largest eager message to a far peer: `usize::MAX` (no rendezvous below the
+    /// eager limit) for placement `near`, without single copy, or at or above the eager
+    /// limit.
+    fn far_cap(sm: &Settings) -> usize {
+        if sm.placement == Placement::Near
+            || sm.single_copy == SingleCopy::None
+            || sm.far_eager >= Self::eager_cap(sm)
+        {
+            usize::MAX
+        } else {
+            sm.far_eager
+        }
+    }
+
+    /// The smallest eager message whose copy may be timed for the placement: none
+    /// (`usize::MAX`) unless it is sensed (`auto`) and matters (a far limit).
+    fn sense_min(sm: &Settings) -> usize {
+        match sm.placement {
+            Placement::Auto if Self::far_cap(sm) != usize::MAX => place::SENSE_MIN,
+            _ => usize::MAX,
+        }
+    }
+
     /// Applies the values of the parameters declared `runtime` among `sm` (the eager limit
     /// and the cooperative copy's smallest message); the rest of `sm` was fixed at start.
     /// Messages already started keep the protocol they started with.
     pub(crate) fn apply_runtime(&mut self, sm: &Settings) {
         self.eager_limit = Self::eager_cap(sm);
+        self.far_eager = Self::far_cap(sm);
+        self.sense_min = Self::sense_min(sm);
         self.coop_min = sm.coop_min;
     }
 

@@ -6,6 +6,7 @@ use std::os::fd::OwnedFd;
 
 use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech};
 use crate::btl::sm::one_way::{How, Kind, OneWay};
+use crate::btl::sm::place::Place;
 use crate::btl::sm::two_way::{Sample, TwoWay};
 use crate::btl::{Link, BTL};
 use crate::pml::hdr::Hdr;
@@ -73,6 +74,9 @@ pub(crate) struct Peer {
     /// clear-to-send: it reads our messages as they come, so a pipelined transfer of its
     /// messages tried in a stream could not be measured ([`TwoWay::choose`]).
     pub(crate) reads_ours: bool,
+    /// Whether its CPU is near ours or far, sensed from its eager messages
+    /// ([`crate::btl::sm::place`]).
+    pub(crate) place: Place,
     /// When the last measured large transfer from it ended (nanoseconds since start).
     pub(crate) last_end: u64,
     /// When the last cooperative transfer from it ended.

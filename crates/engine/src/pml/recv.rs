@@ -11,7 +11,9 @@ use crate::btl::sm::params::SingleCopy;
 use crate::btl::sm::two_way::Sample;
 use crate::btl::BTL;
 use crate::mem::copy;
-use crate::pml::hdr::{Hdr, F_CMA, F_COLD, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
+use crate::pml::hdr::{
+    Hdr, F_CMA, F_COLD, F_READ, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS,
+};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
@@ -37,6 +39,9 @@ pub(crate) enum Msg {
         cma: bool,
         /// The sender's link offers the buffer for a remote read ([`super::hdr::F_RMA`]).
         rma: bool,
+        /// Sent so because our CPU is far from the sender's: read it alone
+        /// ([`super::hdr::F_READ`]).
+        read: bool,
     },
     /// A large or synchronous send to ourselves: the sender's buffer, copied at match time.
     Local {
@@ -540,6 +545,7 @@ impl State {
                 addr,
                 cma,
                 rma,
+                read,
                 ..
             } => {
                 if self.peers[peer as usize].dead {
@@ -563,6 +569,9 @@ impl State {
                 let both_ways = auto && self.sending_rndv_to(peer);
                 let how = match single_copy {
                     _ if !(cma && self.cma && n > 0) => Mech::Pipe,
+                    // A message of eager size, sent so because the sender's CPU is far:
+                    // the read costs the same near and far (`crate::btl::sm::place`).
+                    _ if read && self.pull(rid, peer, sreq, buf, addr, n) => return,
                     SingleCopy::Cma if self.pull(rid, peer, sreq, buf, addr, n) => return,
                     SingleCopy::Coop if coop_ok => Mech::Coop,
                     SingleCopy::Auto if both_ways => {
@@ -774,6 +783,7 @@ impl State {
                 addr: hdr.c,
                 cma: hdr.flags & F_CMA != 0,
                 rma: hdr.flags & F_RMA != 0,
+                read: hdr.flags & F_READ != 0,
             };
             if let Some(rid) = self.matcher.match_arrival(env) {
                 self.deliver(rid, env, msg);

@@ -6,8 +6,10 @@ use super::peer::Out;
 use super::recv::{Ack, Msg};
 use super::request::{empty_status, ReqState, Started};
 use super::State;
+use crate::btl::sm::params::Placement;
+use crate::btl::sm::place::Place;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_EAGER, K_RTS};
+use crate::pml::hdr::{Hdr, F_CMA, F_READ, F_RMA, F_SYNC, K_EAGER, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, SendMode, Status, PROC_NULL, TAG_UB};
 
@@ -125,6 +127,7 @@ impl State {
         if matches!(mode, SendMode::Standard | SendMode::Ready)
             && dest != self.me
             && len <= self.eager_limit
+            && (len <= self.far_eager || !self.far_to(dest))
         {
             let peer = &mut self.peers[dest as usize];
             if let (false, true, Some(link)) = (peer.dead, peer.outq.is_empty(), peer.link.as_mut())
@@ -139,9 +142,21 @@ impl State {
                 if self.answering {
                     link.answer_next();
                 }
+                let timed =
+                    len >= self.sense_min && peer.single_copy && peer.place.wants(len, false);
+                let t0 = if timed {
+                    self.clock.elapsed()
+                } else {
+                    Default::default()
+                };
                 // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
+                    if timed {
+                        let ns = (self.clock.elapsed() - t0).as_nanos() as u64;
+                        let limits = (self.far_eager, self.eager_limit);
+                        sensed(&mut peer.place, dest, len, ns, limits);
+                    }
                     peer.stats.sent(len, true);
                     oxmpi_base::verbose!(
                         BTL,
@@ -200,7 +215,14 @@ impl State {
             (Started::Req(ReqId(id)), id, buf)
         };
         let sync = mode == SendMode::Sync;
-        let rndv = len > self.eager_limit;
+        // A message of eager size to a far peer may go by a rendezvous it reads alone.
+        let read = len > self.far_eager && len <= self.eager_limit && self.read_instead(dest);
+        let eager_limit = if read {
+            self.far_eager
+        } else {
+            self.eager_limit
+        };
+        let rndv = len > eager_limit;
         self.reqs.get_mut(id).expect("request exists").state = ReqState::Send {
             peer: dest,
             ptr,
@@ -242,7 +264,7 @@ impl State {
             b: id,
             ..Hdr::default()
         };
-        let item = if len <= self.eager_limit.min(max_payload) {
+        let item = if len <= eager_limit.min(max_payload) {
             hdr.kind = K_EAGER;
             if sync {
                 hdr.flags = F_SYNC;
@@ -258,7 +280,7 @@ impl State {
             hdr.a = len as u64;
             hdr.c = ptr as u64;
             if single_copy {
-                hdr.flags = F_CMA;
+                hdr.flags = if read { F_CMA | F_READ } else { F_CMA };
             } else if peer.rma_read {
                 hdr.flags = F_RMA;
             }
@@ -272,6 +294,7 @@ impl State {
             peer.link.as_ref().map_or("?", |l| l.name()),
             match &item {
                 Out::Eager { .. } => "eager",
+                _ if read => "rendezvous, to be read alone (its CPU is far)",
                 _ if single_copy => "rendezvous, single copy offered",
                 _ if peer.rma_read => "rendezvous, remote read offered",
                 _ => "rendezvous, pipelined copy",
@@ -280,7 +303,7 @@ impl State {
         let peer = &mut self.peers[dest as usize];
         let eager = matches!(item, Out::Eager { .. });
         if !eager && peer.stats.rndv_sent == 0 {
-            rendezvous_first(dest, len, self.eager_limit.min(max_payload), peer);
+            rendezvous_first(dest, len, eager_limit.min(max_payload), peer);
         }
         peer.stats.sent(len, eager);
         if single_copy && !matches!(item, Out::Eager { .. }) {
@@ -289,8 +312,22 @@ impl State {
         // Fast path: nothing queued before it, so it may go straight into the link.
         if peer.outq.is_empty() {
             if let (Some(link), Out::Eager { hdr, ptr, len, .. }) = (peer.link.as_mut(), &item) {
+                // (a probe of a far peer's placement comes this way: always timed)
+                let probe = *len > self.far_eager && peer.place.far();
+                let timed =
+                    *len >= self.sense_min && peer.single_copy && peer.place.wants(*len, probe);
+                let t0 = if timed {
+                    self.clock.elapsed()
+                } else {
+                    Default::default()
+                };
                 // SAFETY: the send buffer holds `len` readable bytes until completion.
                 if unsafe { link.try_send(hdr, *ptr, *len) } {
+                    if timed {
+                        let ns = (self.clock.elapsed() - t0).as_nanos() as u64;
+                        let limits = (self.far_eager, self.eager_limit);
+                        sensed(&mut peer.place, dest, *len, ns, limits);
+                    }
                     if !sync {
                         self.complete_send(dest as usize, id);
                     }
@@ -301,6 +338,41 @@ impl State {
         peer.outq.push_back(item);
         self.flush(dest as usize);
         Ok(user_id)
+    }
+
+    /// Whether `dest`'s CPU is taken to be far (placement `far`, or sensed).
+    #[inline(always)]
+    fn far_to(&self, dest: i32) -> bool {
+        self.placement == Placement::Far || self.peers[dest as usize].place.far()
+    }
+
+    /// Whether a send of eager size above `far_eager` to `dest` goes by a rendezvous that
+    /// `dest` reads alone ([`crate::btl::sm::place`]): its CPU is far, it may read our
+    /// memory, and no other send to it is queued or under rendezvous (a lone message, as a
+    /// ping-pong's; a window of sends stays eager). While sensed far, one such send in
+    /// [`crate::btl::sm::place::PROBE_EVERY`] still goes eagerly.
+    #[inline(never)]
+    fn read_instead(&mut self, dest: i32) -> bool {
+        if dest == self.me || !self.cma {
+            return false;
+        }
+        let placement = self.placement;
+        let Some(peer) = self.peers.get_mut(dest as usize) else {
+            return false;
+        };
+        if peer.dead
+            || !peer.single_copy
+            || peer.link.is_none()
+            || peer.rndv_sends != 0
+            || !peer.outq.is_empty()
+        {
+            return false;
+        }
+        match placement {
+            Placement::Far => true,
+            Placement::Near => false,
+            Placement::Auto => peer.place.by_read(),
+        }
     }
 
     pub(crate) fn send_self(
@@ -425,6 +497,33 @@ impl State {
                 len: want,
             });
         }
+    }
+}
+
+/// Our copy of an eager message of `n` bytes to world rank `p` into the link took `ns`
+/// nanoseconds: feeds `p`'s placement `place` ([`crate::btl::sm::place`]; one sample in
+/// 16 said at verbose level 90, a change of the belief at 20). `limits`: the far and the
+/// plain eager limit, for the message.
+#[cold]
+#[inline(never)]
+fn sensed(place: &mut Place, p: i32, n: usize, ns: u64, (far, eager): (usize, usize)) {
+    if place.samples() % 16 == 0 {
+        oxmpi_base::verbose!(BTL, 90, "sm: eager copy of {n} B to rank {p}: {ns} ns");
+    }
+    if place.record(n, ns) {
+        oxmpi_base::verbose!(
+            BTL,
+            20,
+            "sm: rank {p}'s CPU is now taken to be {} (our eager copy of {n} B to it took \
+             {ns} ns): messages of {}-{eager} B to it go {}",
+            if place.far() { "far" } else { "near" },
+            far.saturating_add(1),
+            if place.far() {
+                "by a rendezvous it reads alone"
+            } else {
+                "eagerly"
+            }
+        );
     }
 }
 

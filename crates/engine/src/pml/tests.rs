@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::btl::fake::{self, WireHandle};
-use crate::btl::sm::params::{Settings, SingleCopy};
+use crate::btl::sm::params::{Placement, Settings, SingleCopy};
 use crate::btl::Link;
 use crate::pml::hdr::{
     Hdr, FIN_READ, F_CMA, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
@@ -118,6 +118,8 @@ fn test_settings() -> Settings {
         single_copy: SingleCopy::None,
         coop_min: usize::MAX,
         coop_chunk: 4096,
+        placement: Placement::Near,
+        far_eager: 4096,
     }
 }
 
@@ -780,6 +782,8 @@ fn a_runtime_eager_limit_and_per_communicator_arrivals() {
         single_copy: SingleCopy::None,
         coop_min: usize::MAX,
         coop_chunk: 4096,
+        placement: Placement::Near,
+        far_eager: 4096,
     };
     net.e[0].apply_runtime(&lower);
     assert_eq!(net.e[0].stats().eager_limit, 64);
@@ -1907,4 +1911,111 @@ fn a_reused_context_id_starts_its_sequence_at_zero() {
         // World's own sequence is apart.
         assert_eq!(e.comm_next_seq(WORLD).unwrap(), 0);
     }
+}
+
+/// Engines whose sm-like peers may read each other (single copy offered, our own pid)
+/// with `placement`, messages above 128 B of the 256 B eager limit taken by a far peer
+/// by a read; the size-class chooser would pipeline them (`coop_min` above them).
+fn placement_net(placement: Placement) -> Net {
+    let settings = Settings {
+        single_copy: SingleCopy::Auto,
+        coop_min: 16 << 10,
+        placement,
+        far_eager: 128,
+        ..test_settings()
+    };
+    let net = Net::build(2, 256, 4096, &settings);
+    for (a, b) in [(0, 1), (1, 0)] {
+        net.e[a].set_peer_pid(b, std::process::id() as i32);
+        net.e[a].set_peer_single_copy(b);
+    }
+    net
+}
+
+/// The kinds of the records `from` sent to `to` since the log had `since` of them.
+fn kinds_since(net: &Net, from: usize, to: usize, since: usize) -> Vec<u8> {
+    net.log(from, to)[since..].iter().map(|&(k, _)| k).collect()
+}
+
+/// A far peer (two slow eager copies from it) gets our messages of 129-256 B as a
+/// request-to-send that it answers with a FIN after reading the message alone (no
+/// clear-to-send, though its chooser pipelines that size), but for one probe in
+/// `PROBE_EVERY`, sent eagerly; messages up to 128 B and sends behind a rendezvous under
+/// way stay eager; two fast copies make it near again.
+#[test]
+fn a_far_peer_reads_our_eager_sizes_alone_but_for_the_probes() {
+    use crate::btl::sm::place::{FAR_NS_PER_KIB, PROBE_EVERY};
+    let net = placement_net(Placement::Auto);
+    // Near (nothing sensed): eager.
+    let n0 = net.log(0, 1).len();
+    transfer(&net, 200, 200, 1);
+    assert_eq!(kinds_since(&net, 0, 1, n0), [K_EAGER]);
+    // Two slow copies of 8 KiB from rank 1: far.
+    let slow = FAR_NS_PER_KIB * 8 + 1;
+    net.e[0].sense_peer(1, 8192, slow);
+    net.e[0].sense_peer(1, 8192, slow);
+    let (sent, answers) = (net.log(0, 1).len(), net.log(1, 0).len());
+    for i in 0..PROBE_EVERY as usize * 2 {
+        transfer(&net, 200, 200, (i % 100) as i32);
+    }
+    let kinds = kinds_since(&net, 0, 1, sent);
+    let rts = kinds.iter().filter(|&&k| k == K_RTS).count();
+    let eager = kinds.iter().filter(|&&k| k == K_EAGER).count();
+    assert_eq!((rts, eager), (PROBE_EVERY as usize * 2 - 2, 2), "{kinds:?}");
+    let back = kinds_since(&net, 1, 0, answers);
+    assert!(
+        back.iter().all(|&k| k == K_FIN) && back.len() == rts,
+        "read alone, answered by FIN only: {back:?}"
+    );
+    // Up to the far limit: eager.
+    let sent = net.log(0, 1).len();
+    transfer(&net, 128, 128, 3);
+    assert_eq!(kinds_since(&net, 0, 1, sent), [K_EAGER]);
+    // Behind a rendezvous under way (a 1000 B message not yet received): eager.
+    let big = data(1000, 5);
+    let s1 = net.isend(0, 1, 7, &big, SendMode::Standard);
+    let sent = net.log(0, 1).len();
+    let small = data(200, 6);
+    let s2 = net.isend(0, 1, 8, &small, SendMode::Standard);
+    assert_eq!(kinds_since(&net, 0, 1, sent), [K_EAGER]);
+    let (mut b1, mut b2) = (vec![0u8; 1000], vec![0u8; 200]);
+    let r1 = net.irecv(1, 0, 7, &mut b1);
+    let r2 = net.irecv(1, 0, 8, &mut b2);
+    for r in [r1, r2] {
+        net.done(1, r);
+    }
+    for s in [s1, s2] {
+        net.done(0, s);
+    }
+    assert_eq!((b1, b2), (big, small));
+    // Two fast copies: near, eager again.
+    net.e[0].sense_peer(1, 8192, FAR_NS_PER_KIB * 8);
+    net.e[0].sense_peer(1, 8192, FAR_NS_PER_KIB * 8);
+    let sent = net.log(0, 1).len();
+    transfer(&net, 200, 200, 4);
+    assert_eq!(kinds_since(&net, 0, 1, sent), [K_EAGER]);
+}
+
+/// `btl_sm_placement`: `near` sends eager sizes eagerly whatever is sensed; `far` sends
+/// every one above the far limit by a read, with nothing sensed and no probes.
+#[test]
+fn a_forced_placement_ignores_what_is_sensed() {
+    use crate::btl::sm::place::{FAR_NS_PER_KIB, PROBE_EVERY};
+    let near = placement_net(Placement::Near);
+    near.e[0].sense_peer(1, 8192, FAR_NS_PER_KIB * 100);
+    near.e[0].sense_peer(1, 8192, FAR_NS_PER_KIB * 100);
+    let sent = near.log(0, 1).len();
+    transfer(&near, 200, 200, 1);
+    assert_eq!(kinds_since(&near, 0, 1, sent), [K_EAGER]);
+    let far = placement_net(Placement::Far);
+    let (sent, answers) = (far.log(0, 1).len(), far.log(1, 0).len());
+    for i in 0..PROBE_EVERY as usize + 1 {
+        transfer(&far, 129 + i, 256, i as i32);
+    }
+    let kinds = kinds_since(&far, 0, 1, sent);
+    assert!(kinds.iter().all(|&k| k == K_RTS), "{kinds:?}");
+    assert!(kinds_since(&far, 1, 0, answers).iter().all(|&k| k == K_FIN));
+    let sent = far.log(0, 1).len();
+    transfer(&far, 128, 128, 2);
+    assert_eq!(kinds_since(&far, 0, 1, sent), [K_EAGER]);
 }

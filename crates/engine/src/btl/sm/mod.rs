@@ -10,6 +10,7 @@ pub mod coop;
 pub(crate) mod link;
 pub(crate) mod one_way;
 pub(crate) mod params;
+pub(crate) mod place;
 pub mod ring;
 pub(crate) mod segment;
 pub(crate) mod two_way;

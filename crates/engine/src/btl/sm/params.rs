@@ -4,6 +4,8 @@ use oxmpi_base::params::{ParamDecl, ParamType};
 
 use oxmpi_base::params::{declared, int, size};
 
+pub use super::place::Placement;
+
 /// `btl_sm_eager_limit`.
 pub(crate) static EAGER_LIMIT: ParamDecl = ParamDecl::new(
     "btl",
@@ -130,9 +132,43 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
 .level(5)
 .runtime();
 
+/// `btl_sm_placement`.
+pub(crate) static PLACEMENT: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "placement",
+    ParamType::Enum {
+        values: &[(0, "auto"), (1, "near"), (2, "far")],
+        range: None,
+    },
+    "auto",
+    "Whether messages above btl_sm_far_eager_limit and up to btl_sm_eager_limit go to a \
+     peer on a far CPU (another core complex: copying through the ring costs several times \
+     more) by a rendezvous that the receiver reads alone with CMA: auto (per peer, sensed by \
+     timing some of our copies of eager messages into its ring; while far, one such send \
+     in 32 still goes eagerly, timed, so that a return to near is seen), near \
+     (never), far (always, for every peer). Only with a single copy mechanism other than \
+     none, and only for a send with no other send to that peer queued or under rendezvous",
+)
+.level(5);
+
+/// `btl_sm_far_eager_limit`.
+pub(crate) static FAR_EAGER_LIMIT: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "far_eager_limit",
+    ParamType::Size,
+    "4096",
+    "Largest message (bytes) sent eagerly to a peer that btl_sm_placement takes to be far; \
+     larger ones up to btl_sm_eager_limit go by a rendezvous the receiver reads alone",
+)
+.level(5);
+
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 9] = [
+pub(crate) static PARAMS: [ParamDecl; 11] = [
     EAGER_LIMIT,
+    FAR_EAGER_LIMIT,
+    PLACEMENT,
     FRAGMENT_SIZE,
     FRAGMENT_MIN,
     RING_SIZE,
@@ -189,6 +225,10 @@ pub(crate) struct Settings {
     pub coop_min: usize,
     /// Unit of the cooperative copy's claims.
     pub coop_chunk: usize,
+    /// Whether eager-size sends to far peers go by rendezvous.
+    pub placement: Placement,
+    /// Largest eager message to a far peer.
+    pub far_eager: usize,
 }
 
 impl Settings {
@@ -217,6 +257,8 @@ impl Settings {
             single_copy: SingleCopy::from_int(int(&SINGLE_COPY)),
             coop_min: size(&COOP_MIN).max(1),
             coop_chunk: size(&COOP_CHUNK).max(4096),
+            placement: Placement::from_int(int(&PLACEMENT)),
+            far_eager: size(&FAR_EAGER_LIMIT),
         }
     }
 }
