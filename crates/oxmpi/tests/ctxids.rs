@@ -5,10 +5,10 @@
 //! (world's and self's ids 0-3, then ten pairs), and under `pml cm` (whose tag carries
 //! 8176 ids) for a long dup loop. Needs `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
 
 use oxmpi::session::Session;
 use oxmpi::{Communicator, ErrorClass, OwnedCommunicator};
@@ -19,69 +19,9 @@ const HANG_LIMIT: Duration = Duration::from_secs(240);
 /// User pairs under `mpi_max_context_ids 24`.
 const PAIRS: usize = 10;
 
-fn under_launcher() -> bool {
-    ["PMI_FD", "PMI_PORT", "PMI_RANK"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
-
 /// Runs `test` of this binary under `mpirun -n 3` with `args`; asserts every rank finished.
 fn launch(test: &str, args: &[&str]) {
-    let prefix = std::env::var_os("OXMPI_TEST_PREFIX").unwrap_or_else(|| {
-        panic!(
-            "OXMPI_TEST_PREFIX is not set: this test needs an installed oxmpi prefix \
-             (run `cargo xtask test`, or `cargo xtask install --prefix DIR` and set \
-             OXMPI_TEST_PREFIX=DIR)"
-        )
-    });
-    let mpirun = PathBuf::from(prefix).join("bin").join("mpirun");
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut child = Command::new(&mpirun)
-        .args(["-n", &RANKS.to_string()])
-        .args(args)
-        .arg(&exe)
-        .args([test, "--exact", "--test-threads=1", "--nocapture"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", mpirun.display()));
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        if start.elapsed() > HANG_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mpirun -n {RANKS} {test} did not finish within {HANG_LIMIT:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = out_t.join().expect("stdout reader");
-    let stderr = err_t.join().expect("stderr reader");
-    assert!(
-        status.success(),
-        "mpirun -n {RANKS} {test} failed: {status}\n--- stdout\n{stdout}--- stderr\n{stderr}"
-    );
-    for r in 0..RANKS {
-        assert!(
-            stdout.contains(&format!("rank {r}: {test} passed")),
-            "rank {r} did not finish {test}\n--- stdout\n{stdout}--- stderr\n{stderr}"
-        );
-    }
+    common::run_ranks(test, RANKS, args, HANG_LIMIT, &format!("{test} passed"));
 }
 
 /// Sends `v` around the ring of `c` and checks what arrives from the previous rank.
@@ -115,7 +55,7 @@ fn hold_all<'u>(world: &Communicator<'u>, held: &mut Vec<OwnedCommunicator<'u>>)
 
 #[test]
 fn capped_ids_are_reused_and_run_out_cleanly() {
-    if under_launcher() {
+    if common::under_launcher() {
         capped_body();
         return;
     }
@@ -186,7 +126,7 @@ fn capped_body() {
 
 #[test]
 fn pml_cm_dups_past_its_tags_ids() {
-    if under_launcher() {
+    if common::under_launcher() {
         cm_body();
         return;
     }

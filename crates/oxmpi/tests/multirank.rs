@@ -2,10 +2,9 @@
 //! ranks (needs `OXMPI_TEST_PREFIX`, set by `cargo xtask test`); each rank then runs
 //! [`rank_body`] (it knows it is a rank because the launcher gave it PMI variables).
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 
 use oxmpi::{Equivalence, ErrorClass, ANY_SOURCE, ANY_TAG};
 
@@ -48,72 +47,13 @@ fn record(from: i32, index: u32) -> Record {
     }
 }
 
-fn under_launcher() -> bool {
-    ["PMI_FD", "PMI_PORT", "PMI_RANK"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
-
 #[test]
 fn three_ranks() {
-    if under_launcher() {
+    if common::under_launcher() {
         rank_body();
         return;
     }
-    let prefix = std::env::var_os("OXMPI_TEST_PREFIX").unwrap_or_else(|| {
-        panic!(
-            "OXMPI_TEST_PREFIX is not set: this test needs an installed oxmpi prefix \
-             (run `cargo xtask test`, or `cargo xtask install --prefix DIR` and set \
-             OXMPI_TEST_PREFIX=DIR)"
-        )
-    });
-    let mpirun = PathBuf::from(prefix).join("bin").join("mpirun");
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut child = Command::new(&mpirun)
-        .args(["-n", &RANKS.to_string()])
-        .arg(&exe)
-        .args(["three_ranks", "--exact", "--test-threads=1", "--nocapture"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", mpirun.display()));
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        if start.elapsed() > HANG_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mpirun -n {RANKS} did not finish within {HANG_LIMIT:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = out_t.join().expect("stdout reader");
-    let stderr = err_t.join().expect("stderr reader");
-    assert!(
-        status.success(),
-        "mpirun -n {RANKS} failed: {status}\n--- stdout\n{stdout}--- stderr\n{stderr}"
-    );
-    for r in 0..RANKS {
-        assert!(
-            stdout.contains(&format!("rank {r}: all checks passed")),
-            "rank {r} did not finish its checks\n{stdout}"
-        );
-    }
+    common::run_ranks("three_ranks", RANKS, &[], HANG_LIMIT, "all checks passed");
 }
 
 /// What every rank does (3 ranks).
