@@ -14,18 +14,9 @@
  * Every result is checked element by element against its formula. */
 #define _GNU_SOURCE
 #include "check.h"
-#include <sched.h>
+#include "rs_cpu.h"
 #include <string.h>
 #include <unistd.h>
-
-/* A non-commutative op on single ints: x o y = 2 x + y (inout = in o inout). */
-static void lin(void *in, void *inout, int *len, MPI_Datatype *dt) {
-    (void)dt;
-    int *a = in, *b = inout;
-    for (int i = 0; i < *len; i++) b[i] = 2 * a[i] + b[i];
-}
-
-static int val(int r, int i) { return (r + 1) * 7 + i % 1013; }
 
 /* The sum over the ranks of val(q, i) + add. */
 static int sum_at(int p, int i, int add) {
@@ -45,17 +36,7 @@ static void check_sum(const int *r, int len, int at, int p, int add, const char 
 }
 
 int main(int argc, char **argv) {
-    const char *rk = getenv("OMPI_COMM_WORLD_RANK");
-    cpu_set_t all;
-    if (rk && sched_getaffinity(0, sizeof all, &all) == 0 && CPU_COUNT(&all) > 1) {
-        int cpus[CPU_SETSIZE], n = 0;
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &all)) cpus[n++] = c;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[atoi(rk) % n], &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0) return 3;
-    }
+    if (pin_by_rank() != 0) return 3;
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
