@@ -83,6 +83,7 @@ impl Ids {
     }
 
     /// Whether id `ctx` is taken here.
+    #[cfg(test)]
     pub fn is_taken(&self, ctx: u32) -> bool {
         self.taken.contains(&ctx)
     }

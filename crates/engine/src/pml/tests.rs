@@ -54,6 +54,20 @@ impl Net {
         Net { e, wires }
     }
 
+    /// Two engines joined by the link pair `a` (rank 0's) and `b` (rank 1's), with no fake
+    /// wire (a real shared-memory link: its own rings and bulk buffers).
+    fn joined(a: Box<dyn Link>, b: Box<dyn Link>) -> Net {
+        let s = test_settings();
+        let e = vec![
+            Engine::with_links(0, vec![None, Some(a)], &s),
+            Engine::with_links(1, vec![Some(b), None], &s),
+        ];
+        Net {
+            e,
+            wires: HashMap::new(),
+        }
+    }
+
     /// The wire between `a` and `b`, and the side `from` sends on.
     fn wire(&self, from: usize, to: usize) -> (&WireHandle, usize) {
         let key = (from.min(to), from.max(to));
@@ -1559,15 +1573,7 @@ mod matching_order {
 #[test]
 fn windows_over_a_real_sm_link_arrive_in_order() {
     let (a, b) = crate::btl::sm::link::tests::pair(0);
-    let s = test_settings();
-    let e = vec![
-        Engine::with_links(0, vec![None, Some(Box::new(a) as Box<dyn Link>)], &s),
-        Engine::with_links(1, vec![Some(Box::new(b) as Box<dyn Link>), None], &s),
-    ];
-    let net = Net {
-        e,
-        wires: HashMap::new(),
-    };
+    let net = Net::joined(Box::new(a), Box::new(b));
     for round in 0..20u8 {
         let sent: Vec<Vec<u8>> = (0..64u8)
             .map(|i| data(usize::from(i % 17), round.wrapping_mul(64).wrapping_add(i)))
@@ -1606,15 +1612,7 @@ fn windows_over_a_real_sm_link_arrive_in_order() {
 #[test]
 fn windows_through_the_bulk_stream_area_arrive_intact_with_late_receives_and_truncation() {
     let (a, b) = crate::btl::sm::link::tests::pair_hot(16 << 10, 4 << 10);
-    let s = test_settings();
-    let e = vec![
-        Engine::with_links(0, vec![None, Some(Box::new(a) as Box<dyn Link>)], &s),
-        Engine::with_links(1, vec![Some(Box::new(b) as Box<dyn Link>), None], &s),
-    ];
-    let net = Net {
-        e,
-        wires: HashMap::new(),
-    };
+    let net = Net::joined(Box::new(a), Box::new(b));
     for round in 0..8u8 {
         let sent: Vec<Vec<u8>> = (0..32u8)
             .map(|i| data(EAGER + 1 + usize::from(i) * 89, round.wrapping_mul(32) ^ i))
