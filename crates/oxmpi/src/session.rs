@@ -248,8 +248,8 @@ impl Session {
         let t = TAG_FROM_GROUP | (string_tag(tag) & 0xf_ffff);
         let leader = group.members[0];
         let others = &group.members[1..];
-        // Each step: the leader combines the members' words and sends the result back.
-        let combine = |mine: &[u64], f: &dyn Fn(u64, u64) -> u64| -> Result<Vec<u64>> {
+        // The leader combines the members' words and sends the result back.
+        let agreed = crate::split::agree(e, &mut |mine, f| {
             let mut acc = mine.to_vec();
             if me == 0 {
                 let mut x = vec![0u64; acc.len()];
@@ -267,14 +267,7 @@ impl Session {
                 world.recv(&mut acc[..], leader, t)?;
             }
             Ok(acc)
-        };
-        let mine = u64::from(crate::split::proposal(e));
-        let mut agreed = u32::try_from(combine(&[mine], &u64::max)?[0]).unwrap_or(u32::MAX);
-        if crate::split::past_limit(e, agreed) {
-            let and = combine(&crate::split::free_mask(e), &|a, b| a & b)?;
-            agreed = crate::split::pick(e, &and)?;
-        }
-        crate::split::claim(agreed)?;
+        })?;
         crate::split::create_over(e, agreed, group.members.clone())
     }
 

@@ -52,7 +52,7 @@ impl Drop for OwnedCommunicator<'_> {
 
 /// This process's proposal for a new communicator's context ids ([`Ids::propose`]), the
 /// parked ids of dropped communicators released first if the engine finds them idle.
-pub(crate) fn proposal(engine: &Engine) -> u32 {
+fn proposal(engine: &Engine) -> u32 {
     let parked = ids().take_parked();
     if !parked.is_empty() {
         let checked = parked
@@ -67,20 +67,20 @@ pub(crate) fn proposal(engine: &Engine) -> u32 {
 /// Whether the members' largest proposal `agreed` leaves no pair below the limit: then the
 /// members agree by their masks of free pairs instead ([`free_mask`], [`pick`]). Every
 /// member gets the same `agreed` and limit, so all of them take the same way.
-pub(crate) fn past_limit(engine: &Engine, agreed: u32) -> bool {
+fn past_limit(engine: &Engine, agreed: u32) -> bool {
     agreed.saturating_add(2) > engine.user_context_limit()
 }
 
 /// This process's pairs free below the limit, one bit each ([`Ids::free_mask`]); the
 /// same length at every member.
-pub(crate) fn free_mask(engine: &Engine) -> Vec<u64> {
+fn free_mask(engine: &Engine) -> Vec<u64> {
     let limit = engine.user_context_limit().min(ctxid::MASK_LIMIT);
     ids().free_mask(0, limit)
 }
 
 /// The lowest pair set in `mask` (the AND of every member's [`free_mask`]), or the error
 /// that none is free at every member.
-pub(crate) fn pick(engine: &Engine, mask: &[u64]) -> Result<u32> {
+fn pick(engine: &Engine, mask: &[u64]) -> Result<u32> {
     ctxid::pick(mask, 2).ok_or_else(|| {
         Error::new(
             ErrorClass::Other,
@@ -95,7 +95,7 @@ pub(crate) fn pick(engine: &Engine, mask: &[u64]) -> Result<u32> {
 }
 
 /// Takes the pair from `ctx`, agreed by every member of a new communicator.
-pub(crate) fn claim(ctx: u32) -> Result<()> {
+fn claim(ctx: u32) -> Result<()> {
     if ids().reserve(ctx, 2) {
         return Ok(());
     }
@@ -107,6 +107,25 @@ pub(crate) fn claim(ctx: u32) -> Result<()> {
             ctx + 1
         ),
     ))
+}
+
+/// Words combined element by element over the members of a new communicator, the result
+/// at every member (an allreduce, or a gather and broadcast through a leader).
+pub(crate) type Combine<'a> =
+    &'a mut dyn FnMut(&[u64], &dyn Fn(u64, u64) -> u64) -> Result<Vec<u64>>;
+
+/// Agrees with the members, through `combine`, on a pair of context ids free at every one
+/// of them (the maximum of their proposals, or past the limit the lowest pair free at all by
+/// the AND of their masks), and takes it here.
+pub(crate) fn agree(engine: &Engine, combine: Combine<'_>) -> Result<u32> {
+    let max = combine(&[u64::from(proposal(engine))], &u64::max)?[0];
+    let mut ctx = u32::try_from(max).unwrap_or(u32::MAX);
+    if past_limit(engine, ctx) {
+        let and = combine(&free_mask(engine), &|a, b| a & b)?;
+        ctx = pick(engine, &and)?;
+    }
+    claim(ctx)?;
+    Ok(ctx)
 }
 
 /// Returns the pair from `ctx` of a dropped communicator: at once if the engine finds it
@@ -155,17 +174,11 @@ impl<'u> Communicator<'u> {
     /// the AND of their masks), and takes it here.
     fn agree_on_context(&self) -> Result<u32> {
         let (engine, _, _) = self.parts();
-        let mut agreed = [0u32];
-        self.all_reduce(&[proposal(engine)][..], &mut agreed[..], u32::max)?;
-        let mut ctx = agreed[0];
-        if past_limit(engine, ctx) {
-            let mask = free_mask(engine);
-            let mut all = vec![0u64; mask.len()];
-            self.all_reduce(&mask[..], &mut all[..], |a, b| a & b)?;
-            ctx = pick(engine, &all)?;
-        }
-        claim(ctx)?;
-        Ok(ctx)
+        agree(engine, &mut |mine, f| {
+            let mut all = vec![0u64; mine.len()];
+            self.all_reduce(mine, &mut all[..], f)?;
+            Ok(all)
+        })
     }
 
     /// Creates the communicator (and its collective context) over `group` (world ranks).
