@@ -641,46 +641,50 @@ fn agree_by_mask(
     span: u32,
     limit: u32,
     and: AndMasks<'_>,
-    mut all: impl FnMut(bool) -> MpiResult<bool>,
+    all: impl FnMut(bool) -> MpiResult<bool>,
 ) -> MpiResult<u32> {
-    let mut floor = 0;
-    loop {
-        ctx::settle_parked()?;
+    agree_past_limit(span, limit, all, |floor| {
         let mine = lock()
             .ids
             .free_mask(floor, limit.min(oxmpi_engine::ctxid::MASK_LIMIT));
-        let common = and(mine)?;
-        let Some(ctx) = oxmpi_engine::ctxid::pick(&common, span) else {
-            return Err(ctx::exhausted(limit, span));
-        };
-        if reserve_at_all(ctx, span, &mut all)? {
-            return Ok(ctx);
-        }
-        floor = ctx + span;
-    }
+        Ok(oxmpi_engine::ctxid::pick(&and(mine)?, span))
+    })
 }
 
 /// [`agree_ctx_span`] once the ids above every member's have run out, for agreements that
 /// exchange no masks (ULFM's shrink: its fault-tolerant agreement carries a maximum and a
 /// flag): each member proposes its lowest `span` free ids at or above the floor
-/// (`ctxid::Ids::lowest_free`), the largest proposal is reserved at all if free at all, and
-/// otherwise the floor moves a pair past it (no run starting below it is free at the
-/// member that proposed it). Each round passes at least one pair; none left below the limit is the same error
-/// at every member.
+/// (`ctxid::Ids::lowest_free`) and the largest proposal is the candidate (no run starting
+/// below it is free at the member that proposed it).
 fn agree_by_search(
     span: u32,
     limit: u32,
     mut max: impl FnMut(u32) -> MpiResult<u32>,
+    all: impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<u32> {
+    agree_past_limit(span, limit, all, |floor| {
+        let mine = lock().ids.lowest_free(floor, span, limit).unwrap_or(limit);
+        let ctx = max(mine)?;
+        Ok((ctx.saturating_add(span) <= limit).then_some(ctx))
+    })
+}
+
+/// The rounds of both agreements past the limit: `candidate(floor)` gives the same run at
+/// every member (or none: no run left below the limit, the same error at every member),
+/// which is reserved at all if free at all; otherwise the floor moves a pair past it. Each
+/// round passes at least one pair.
+fn agree_past_limit(
+    span: u32,
+    limit: u32,
     mut all: impl FnMut(bool) -> MpiResult<bool>,
+    mut candidate: impl FnMut(u32) -> MpiResult<Option<u32>>,
 ) -> MpiResult<u32> {
     let mut floor = 0;
     loop {
         ctx::settle_parked()?;
-        let mine = lock().ids.lowest_free(floor, span, limit).unwrap_or(limit);
-        let ctx = max(mine)?;
-        if ctx.saturating_add(span) > limit {
+        let Some(ctx) = candidate(floor)? else {
             return Err(ctx::exhausted(limit, span));
-        }
+        };
         if reserve_at_all(ctx, span, &mut all)? {
             return Ok(ctx);
         }
