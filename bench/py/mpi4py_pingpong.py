@@ -20,6 +20,9 @@ The harness's row for a size is the median of its rounds' means.
 """
 
 import argparse
+import ctypes
+import mmap
+import os
 
 from mpi4py import MPI
 from mpi4py.bench import pingpong
@@ -36,8 +39,10 @@ def main():
     ap.add_argument("--samples", type=int, required=True, help="rounds")
     ap.add_argument("--array", default="numpy", help="mpi4py.bench's --array")
     ap.add_argument("--order", choices=["up", "down"], default="up")
+    ap.add_argument("--probe-lib", help="probe_lib.c built as a shared library")
     o = ap.parse_args()
     comm = MPI.COMM_WORLD
+    probe = placement_probe(comm, o.probe_lib) if o.probe_lib else None
     sizes = [1 << i for i in range(33) if o.min_size <= 1 << i <= o.max_size]
     if o.order == "down":
         sizes.reverse()
@@ -72,10 +77,65 @@ def main():
         want = int(o.budget / (2 * t)) if t > 0 else MAX_LOOPS
         loops[n] = comm.bcast(max(MIN_LOOPS, min(MAX_LOOPS, want)), root=0)
     for k in range(o.samples):
+        if probe:
+            probe()
         for n in sizes:
             t = mean(n, loops[n], max(2, loops[n] // 10))
             if comm.rank == 0:
                 print(f"pingpong {n} {t:.7e} {loops[n]} {k}", flush=True)
+    if probe:
+        probe()
+
+
+def placement_probe(comm, lib_path):
+    """The probe function (prints `probe NS` at rank 0), or None where it cannot run.
+
+    Rank 0 creates a POSIX shared-memory object named after its pid, rank 1 maps it,
+    rank 0 removes the name once rank 1 answered (nothing stays in /dev/shm); both
+    keep the mapping to the end. Only ranks 0 and 1 probe.
+    """
+    if comm.size < 2:
+        return None
+    lib = ctypes.CDLL(lib_path)
+    lib.oxb_probe.restype = ctypes.c_double
+    lib.oxb_probe.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    path = f"/dev/shm/oxbench-pyprobe-{os.getpid()}" if comm.rank == 0 else None
+    fd, ok = -1, False
+    if comm.rank == 0:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            os.ftruncate(fd, mmap.PAGESIZE)
+            ok = True
+        except OSError as e:
+            print(f"# no placement probe: {path}: {e}", flush=True)
+    path, ok = comm.bcast((path, ok), root=0)
+    mem = None
+    if comm.rank == 1 and ok:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            ok = False
+    if comm.rank in (0, 1) and ok:
+        mem = mmap.mmap(fd, mmap.PAGESIZE)
+    if fd >= 0:
+        os.close(fd)
+    ok = comm.allreduce(ok, op=MPI.LAND)
+    if comm.rank == 0 and fd >= 0:
+        os.unlink(path)
+    if not ok:
+        return None
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(mem)) if mem is not None else None
+
+    def run():
+        comm.Barrier()
+        if comm.rank in (0, 1):
+            ns = lib.oxb_probe(addr, int(comm.rank == 0))
+            if comm.rank == 0:
+                print(f"probe {ns:.1f}", flush=True)
+        comm.Barrier()
+
+    run.mem = mem  # keeps the mapping alive
+    return run
 
 
 if __name__ == "__main__":

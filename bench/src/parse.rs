@@ -343,6 +343,19 @@ pub fn parse_mpi4py_rounds(text: &str) -> Vec<(u64, Vec<f64>, u32)> {
     v
 }
 
+/// `bench/py/mpi4py_pingpong.py` output → its placement probes' round trips (ns), in
+/// time order, from its lines `probe NS` (with `--probe-lib`); others are ignored.
+pub fn parse_mpi4py_probes(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("probe")).then_some(())?;
+            let ns: f64 = w.next()?.parse().ok()?;
+            (w.next().is_none() && ns.is_finite()).then_some(ns)
+        })
+        .collect()
+}
+
 /// `python -m mpi4py.bench ringtest` output → (loops, seconds) from its line
 /// `time for 1000 loops = 0.0123 seconds (2 processes, 8 bytes)`.
 pub fn parse_mpi4py_ringtest(text: &str) -> Option<(u32, f64)> {
@@ -613,6 +626,10 @@ RSS prog=oxbench rank=0 kb=281936
                 (4194304, vec![2.4e-04, 2.5e-04], 100)
             ]
         );
+        let t = "# buffers numpy\nprobe 98.4\npingpong 1 6.1e-07 40000 0\nprobe 411.0\n\
+                 probe x\nprobe 5 6\npingpong 1 6.3e-07 40000 1\nprobe 97.5\n";
+        assert_eq!(parse_mpi4py_probes(t), vec![98.4, 411.0, 97.5]);
+        assert_eq!(parse_mpi4py_rounds(t).len(), 1);
         assert_eq!(
             parse_mpi4py_ringtest(
                 "x\ntime for 1000 loops = 0.0123 seconds (2 processes, 8 bytes)\n"

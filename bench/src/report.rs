@@ -661,7 +661,10 @@ fn pingpong_method(o: &mut String, pp: Option<crate::config::PingpongOpts>) {
          a cell is the median over repetitions (one launch each, the implementations \
          interleaved, each repetition beginning with the next one after the physical probes) \
          of each launch's median over its rounds. The CSV's `values` are a launch's \
-         rounds, `iters` the round trips of one round (calibrated per size and launch).\n"
+         rounds, `iters` the round trips of one round (calibrated per size and launch). \
+         Placement: the vCPU probe of `oxbench probe=1` (`bench/c/probe_lib.c`, loaded by the \
+         driver) before every round and after the last, outside the timed calls; a launch whose \
+         probes disagree is mixed and in neither the near nor the far comparison.\n"
     );
 }
 

@@ -21,6 +21,7 @@ const MEMCPY_C: &str = include_str!("../c/memcpy_bw.c");
 const PINGPONG_C: &str = include_str!("../c/pingpong.c");
 const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
 const PIN_C: &str = include_str!("../c/pin.c");
+const PROBE_LIB_C: &str = include_str!("../c/probe_lib.c");
 /// The mpi4py ping-pong rows' driver (mpi4py's own ping-pong, with a time budget per size
 /// and several rounds per launch).
 const MPI4PY_PINGPONG_PY: &str = include_str!("../py/mpi4py_pingpong.py");
@@ -187,6 +188,9 @@ pub struct Probes {
     vmreadv: PathBuf,
     /// The wrapper that pins a rank to its placement's CPU (`bench/c/pin.c`).
     pin: PathBuf,
+    /// The placement probe of `oxbench probe=1` as a shared library, for the mpi4py
+    /// ping-pong driver (`bench/c/probe_lib.c`).
+    probe_lib: PathBuf,
 }
 
 /// The binding a launch in a placement of the collectives matrix saw: what
@@ -366,8 +370,19 @@ fn compile(
     out: &Path,
     extra_env: &[(String, String)],
 ) -> Result<(), String> {
+    compile_with(cc, &[], src, out, extra_env)
+}
+
+/// [`compile`] with extra compiler flags before the source (`-shared -fPIC`).
+fn compile_with(
+    cc: &Path,
+    flags: &[&str],
+    src: &Path,
+    out: &Path,
+    extra_env: &[(String, String)],
+) -> Result<(), String> {
     let mut c = Command::new(cc);
-    c.args(["-O2", "-o"]).arg(out).arg(src);
+    c.args(flags).args(["-O2", "-o"]).arg(out).arg(src);
     for (k, v) in extra_env {
         c.env(k, v);
     }
@@ -394,6 +409,7 @@ fn write_sources(dir: &Path) -> Result<(), String> {
         ("pingpong.c", PINGPONG_C),
         ("vmreadv_bw.c", VMREADV_C),
         ("pin.c", PIN_C),
+        ("probe_lib.c", PROBE_LIB_C),
     ] {
         let p = dir.join(name);
         std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
@@ -411,8 +427,16 @@ pub fn build_probes(cfg: &Config) -> Result<Probes, String> {
         pingpong: d.join("pingpong"),
         vmreadv: d.join("vmreadv_bw"),
         pin: d.join("pin"),
+        probe_lib: d.join("libprobe.so"),
     };
     compile(&cc, &d.join("memcpy_bw.c"), &p.memcpy, &[])?;
+    compile_with(
+        &cc,
+        &["-shared", "-fPIC"],
+        &d.join("probe_lib.c"),
+        &p.probe_lib,
+        &[],
+    )?;
     compile(&cc, &d.join("pin.c"), &p.pin, &[])?;
     compile(&cc, &d.join("pingpong.c"), &p.pingpong, &[])?;
     compile(&cc, &d.join("vmreadv_bw.c"), &p.vmreadv, &[])?;
@@ -1533,12 +1557,17 @@ impl<'a> Runner<'a> {
         }
         let mut args = vec![script.to_string_lossy().into_owned()];
         args.extend(pp.args());
+        args.push("--probe-lib".into());
+        args.push(self.probes.probe_lib.to_string_lossy().into_owned());
         let Some((o, (load, busy), probe, start)) =
             self.mpi4py_launch(rep, p, "mpi4py.bench pingpong", args)
         else {
             return;
         };
         let rounds = parse::parse_mpi4py_rounds(&o.stdout);
+        // the probes before every round and after the last: a launch whose vCPUs moved
+        // during it is mixed (its before/after probes alone called some of them near)
+        let (far, near) = probe_range(&parse::parse_mpi4py_probes(&o.stdout), probe, None);
         if rounds.is_empty() {
             self.res.failures.push(format!(
                 "rep {rep} {} mpi4py: no result lines ({})",
@@ -1554,7 +1583,7 @@ impl<'a> Runner<'a> {
             let mut r = self.row(rep, &p.imp.name, "mpi4py_lat", 2, size, "us");
             (r.median, r.min, r.max) = (sum.median, sum.min, sum.max);
             (r.load1, r.busy_pct) = (load, busy);
-            r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
+            (r.probe_rtt_ns, r.probe_near_ns) = (far, near);
             r.limit = limit_for(
                 "lat",
                 2,
@@ -1769,7 +1798,8 @@ done
         memcpy: missing.clone(),
         pingpong: missing.clone(),
         vmreadv: missing.clone(),
-        pin: missing,
+        pin: missing.clone(),
+        probe_lib: missing,
     };
     let p = Prepared {
         imp,
