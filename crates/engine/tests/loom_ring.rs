@@ -10,15 +10,13 @@ const CAP: usize = 256;
 /// Streams records of `lens` bytes through a ring of `cap` bytes, one producer thread and
 /// one consumer, checking every byte and the order.
 fn stream(cap: usize, lens: &'static [usize]) {
-    stream_hot(cap, None, false, lens)
+    stream_hot(cap, None, lens)
 }
 
 /// As [`stream`], with the producer keeping to the first `hot` bytes when it finds the ring
 /// empty (`Producer::hot_wrap`; it loads `tail` before each record, as on a ping-pong's
-/// turn, so that it starts over early whenever the consumer has caught up; with `turns`,
-/// it pushes each record as a ping-pong's turn instead, so that it asks the consumer only
-/// when a record would start over, from the last record's frame word or from `tail`).
-fn stream_hot(cap: usize, hot: Option<usize>, turns: bool, lens: &'static [usize]) {
+/// turn, so that it starts over early whenever the consumer has caught up).
+fn stream_hot(cap: usize, hot: Option<usize>, lens: &'static [usize]) {
     loom::model(move || {
         let ctl = Arc::new(RingCtl::new());
         // u64 storage keeps the data area 8-byte aligned (frames are read as u64).
@@ -33,10 +31,7 @@ fn stream_hot(cap: usize, hot: Option<usize>, turns: bool, lens: &'static [usize
         }
         let t = loom::thread::spawn(move || {
             for (k, &len) in lens.iter().enumerate() {
-                if turns {
-                    prod.answer_next();
-                    prod.note_inbound(k as u64 + 1);
-                } else if hot.is_some() {
+                if hot.is_some() {
                     prod.is_drained();
                 }
                 loop {
@@ -108,17 +103,5 @@ fn large_records_leave_slots_the_producer_scrubs() {
 /// yet read).
 #[test]
 fn early_pads_keep_a_ping_pong_at_the_start() {
-    stream_hot(CAP, Some(64), false, &[8, 100, 40, 8]);
-}
-
-/// Early pads on a ping-pong's turns: the record of 40 bytes (64 with its frame) would
-/// start past the hot part (at 160), and the last record's frame (at 32) lies in the line
-/// it would write at 0, so the producer reads that frame word, which the consumer clears
-/// (`Release`) when it releases the record, instead of `tail`, to know whether it may start
-/// over; then the record of 8 bytes behind it. Starting over on a frame not yet cleared,
-/// or a clear not ordered after the consumer's reads of the record, is a data race on the
-/// record's slots.
-#[test]
-fn turns_start_over_on_the_last_frame_cleared() {
-    stream_hot(CAP, Some(64), true, &[8, 100, 40, 8]);
+    stream_hot(CAP, Some(64), &[8, 100, 40, 8]);
 }

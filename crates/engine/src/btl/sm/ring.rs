@@ -50,9 +50,7 @@
 //! consumer loads it with `Acquire` before reading the payload. The consumer clears the
 //! record's slot words and then publishes `tail` (bytes consumed, never wraps) with
 //! `Release`; the producer loads `tail` with `Acquire` (only when its cached copy says the ring
-//! is full) before reusing the space. (The consumer clears a record's frame word with
-//! `Release` too: on a ping-pong's turn the producer may read its last record's frame, with
-//! `Acquire`, instead of `tail`, [`Producer::known_empty`].) A record and its neighbour in the same line are
+//! is full) before reusing the space. A record and its neighbour in the same line are
 //! distinct bytes: the consumer clearing one while the producer writes the other is no race.
 //!
 //! The model test in `tests/loom_ring.rs` (`RUSTFLAGS="--cfg loom" cargo test -p oxmpi-engine
@@ -384,9 +382,6 @@ pub struct Producer {
     /// Whether the last record that started past `hot` started over (a ping-pong keeping to
     /// the ring's first bytes), so that the lines at 0 are the ones to ask for ahead.
     hot_lap: bool,
-    /// Where the last record started (its frame word: the consumer clears it when it
-    /// releases the record, [`Producer::known_empty`]).
-    last: usize,
 }
 
 impl Producer {
@@ -410,7 +405,6 @@ impl Producer {
             turn: false,
             hot: slots * SLOT,
             hot_lap: false,
-            last: 0,
         };
         if cached_tail != 0 {
             p.mark(0, p.mem.cap, true);
@@ -485,30 +479,12 @@ impl Producer {
         };
     }
 
-    /// Whether the consumer has consumed everything written, for a record of `total` bytes
-    /// that would start over at 0: from the cached `tail`, or, on a ping-pong's turn, from
-    /// the consumer. The consumer clears the frame word of every record it releases
-    /// (`Release`, before it publishes `tail`), so when the last record's frame lies in a
-    /// line the record at 0 writes anyway (each record of a ping-pong of 2 KiB or more
-    /// starts over, most of them at 0), the producer asks for that line (`prefetchw`) and
-    /// reads the frame there: zero says the last record, and so everything, was consumed.
-    /// Loading `tail` instead moved its line, which the consumer writes after every
-    /// record, to our core and back on every turn (one more line transfer each way, about
-    /// 0.1-0.2 us when the two CPUs are far). Otherwise (several records a round of the
-    /// hot part) `tail` is loaded, once per round.
+    /// Whether the consumer has consumed everything written: from the cached `tail`, or,
+    /// on a ping-pong's turn, from `tail` itself.
     #[inline]
-    fn known_empty(&mut self, total: usize) -> bool {
+    fn known_empty(&mut self) -> bool {
         if self.cached_tail != self.head && self.turn {
-            if self.last & !(LINE - 1) < total {
-                let frame = self.mem.frame(self.last);
-                prefetch_lines(std::ptr::from_ref(frame).cast(), FRAME);
-                if frame.load(Ordering::Acquire) & VALID == 0 {
-                    // Released: the consumer's `tail` is (or is about to be) `head`.
-                    self.cached_tail = self.head;
-                }
-            } else {
-                self.cached_tail = self.mem.ctl().tail.load(Ordering::Acquire);
-            }
+            self.cached_tail = self.mem.ctl().tail.load(Ordering::Acquire);
         }
         self.cached_tail == self.head
     }
@@ -558,7 +534,7 @@ impl Producer {
         // record fits before `pos`).
         let mut wrap = total > to_end;
         if !wrap && self.pos > self.hot {
-            wrap = total <= pos && self.known_empty(total as usize);
+            wrap = total <= pos && self.known_empty();
             self.hot_lap = wrap;
         }
         let need = if wrap { to_end + total } else { total };
@@ -615,7 +591,6 @@ impl Producer {
             demote_lines(unsafe { self.mem.data.add(at) }, total as usize);
         }
         self.head += total;
-        self.last = at;
         // Records never wrap, so the new position is at most the end of the area.
         let end = at + total as usize;
         self.pos = end;
@@ -748,9 +723,7 @@ impl Consumer {
                 self.mem.track_write(pos, total);
                 self.mem.clear_slots(pos, total);
             }
-            // `Release`: the producer may take the cleared frame for the record's release
-            // (`Producer::known_empty`) and write over it.
-            self.mem.frame(pos).store(0, Ordering::Release);
+            self.mem.frame(pos).store(0, Ordering::Relaxed);
             self.tail += total as u64;
             self.advance(pos, total);
             self.mem.ctl().tail.store(self.tail, Ordering::Release);
@@ -1187,45 +1160,6 @@ mod tests {
         p.answer_next();
         p.note_inbound(inbound);
         push(p, data)
-    }
-
-    /// A ping-pong whose every record starts over at 0 (records past the hot part) learns
-    /// that the consumer took the last one from that record's frame word, which the
-    /// consumer clears (in a line the next record at 0 writes anyway), not from `tail`: a
-    /// stale `tail` (the consumer between clearing the frame and publishing `tail`) still
-    /// lets it start over. A record not yet released keeps it from starting over (it would
-    /// overwrite that record).
-    #[test]
-    fn a_turn_at_the_start_reads_the_last_frame_not_tail() {
-        let mut buf = Buf([0; CTL_BYTES + BUF]);
-        let (mut p, mut c) = ring_of(&mut buf, BUF);
-        let hot = 4096;
-        p.hot_wrap(hot);
-        let len = 4100; // a 4 KiB message's record: 4128 bytes, past `hot`
-        let total = record_bytes(len);
-        let msg = |i: u64| frame_like(len, i);
-        assert!(push_turn(&mut p, 1, &msg(0)));
-        for i in 1..20u64 {
-            // The consumer took record i - 1 but its `tail` store is not seen yet.
-            let (at, got) = pop_at(&mut c).unwrap();
-            assert_eq!((at, got), (0, msg(i - 1)), "record {}", i - 1);
-            c.mem.ctl().tail.store(0, Ordering::Relaxed);
-            assert!(push_turn(&mut p, i + 1, &msg(i)));
-            assert_eq!(p.pos, total, "record {i} did not start over at 0");
-        }
-        // Not released yet (its `tail` seen, too): the producer must not start over, which
-        // would overwrite it, and the rest of the area is the early pad's until the
-        // consumer passes it, so the ring is full; once the consumer took it, the next turn
-        // starts over.
-        c.mem.ctl().tail.store(c.consumed(), Ordering::Relaxed);
-        assert!(
-            !push_turn(&mut p, 100, &msg(100)),
-            "started over on a record not yet read"
-        );
-        assert_eq!(pop_at(&mut c), Some((0, msg(19))));
-        assert!(push_turn(&mut p, 101, &msg(100)));
-        assert_eq!(pop_at(&mut c), Some((0, msg(100))));
-        assert!(!c.ready());
     }
 
     /// A ping-pong keeps to the hot part: once a record ends past `hot` and the consumer
