@@ -1,6 +1,6 @@
 /* Nonblocking reduce-scatters through the segment's nonblocking large region with every rank
  * pinned to one CPU (rank r on CPU r mod the CPUs it may use, pinned before MPI_Init), where
- * commutative operations on equal blocks fold by CPU as the blocking forms do (at most 2
+ * commutative operations on equal blocks fold by CPU as the blocking forms do (at most 4
  * ranks on every CPU; with more they keep the rank-order fold):
  * - one at a time: MPI_Ireduce_scatter_block and MPI_Ireduce_scatter with equal counts (INT
  *   SUM, in place and not, vectors past 4 KiB up to 512 KiB), and for comparison uneven

@@ -156,12 +156,13 @@ pub(crate) struct Large {
 }
 
 /// Most ranks pinned to one CPU for which a nonblocking reduce-scatter folds by CPU
-/// ([`Seg::group_nb`]): with more, the second wait (for the other CPUs' partials, each
-/// folded in some rank's progress) cost more than the bytes it keeps on a CPU where the
-/// vCPUs are near (np=8 cyclic 64 KiB, 4 ranks a CPU, load 20-29: launch minima 140-160
-/// against 190-220 us, new faster in 4-5 of 17 paired rounds; far 2.4-2.7x faster), while
-/// np=4 block (2 a CPU) was faster near and far (session 49, s49-irsfold).
-const RS_GROUPED_NB_PER_CPU: usize = 2;
+/// ([`Seg::group_nb`]): measured up to 4 (np=8 cyclic and block). With the partials folded
+/// only once every rank had posted, 4 ranks a CPU lost near (np=8 cyclic 64 KiB, load
+/// 20-29: launch minima 140-160 against 190-220 us; session 49, s49-irsfold); folded as
+/// soon as our CPU's ranks have posted ([`Seg::rs_grouped_step`]) it was level near
+/// (launch minima 134-135 against 139-141 us, new faster in 7-8 of 16 paired rounds, load
+/// 6-20) and 1.5-2.4x faster far (18-21 of 24 rounds; session 50, s50-irs8).
+const RS_GROUPED_NB_PER_CPU: usize = 4;
 
 impl Seg {
     /// Let nonblocking reduction `red` (its state `st`) go by CPU ([`Seg::rs_grouped`]) when
