@@ -409,8 +409,9 @@ fn large_reduces_np2_to_8() {
 /// round-robin (`tests/c/coll_rs_cpu.c`: rank r on the r-th CPU it may use, modulo their
 /// number), where commutative operations on equal blocks fold by CPU and cross CPUs once
 /// per block: reduce_scatter_block and reduce_scatter with equal counts (in place and not,
-/// 17 KiB to 512 KiB vectors), uneven counts and a non-commutative op (the rank-order fold),
-/// checked element by element. At np 3 (CPUs of 2 and 1 ranks on 2 CPUs), 4, 5 and 8.
+/// 17 KiB to 512 KiB vectors, a late starter on each CPU in turn and every call's values
+/// new), uneven counts and a non-commutative op (the rank-order fold), checked element by
+/// element. At np 3 (CPUs of 2 and 1 ranks on 2 CPUs), 4, 5 and 8.
 #[test]
 fn reduce_scatters_by_cpu_np3_to_8() {
     let dir = Scratch::new("coll-rs-cpu");

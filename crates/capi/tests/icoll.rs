@@ -191,11 +191,11 @@ fn large_ibcasts_through_the_large_region_np2_3_4_8() {
 /// to CPUs round-robin (`tests/c/icoll_rs_cpu.c`: rank r on the r-th CPU it may use, modulo
 /// their number), where commutative operations on equal blocks fold by CPU as the blocking
 /// forms do: ireduce_scatter_block and ireduce_scatter with equal counts (in place and
-/// not, 17 KiB to 512 KiB vectors, the last rank starting late), uneven counts and a
-/// non-commutative op (the rank-order fold), and several outstanding at once with an
-/// iallreduce through the same region and an ibarrier, completed in reverse order; checked
-/// element by element. At np 3 (CPUs of 2 and 1 ranks on 2 CPUs) and 4, which fold by CPU,
-/// and 5 and 8 (3 and 4 ranks a CPU), which keep the rank-order fold (`Seg::group_nb`).
+/// not, 17 KiB to 512 KiB vectors, a late starter on each CPU in turn and every call's
+/// values new), uneven counts and a non-commutative op (the rank-order fold), and several
+/// outstanding at once with an iallreduce through the same region and an ibarrier,
+/// completed in reverse order; checked element by element. At np 3 (CPUs of 2 and 1 ranks
+/// on 2 CPUs), 4, 5 and 8 (up to 4 ranks a CPU, `Seg::group_nb`), all folding by CPU.
 #[test]
 fn nonblocking_reduce_scatters_by_cpu_np3_to_8() {
     run_on(

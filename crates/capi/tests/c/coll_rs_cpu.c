@@ -3,11 +3,16 @@
  * commutative operations on equal blocks fold by CPU: MPI_Reduce_scatter_block and
  * MPI_Reduce_scatter with equal counts (INT SUM, in place and not, vectors past 4 KiB up to
  * 512 KiB), and for comparison uneven counts and a non-commutative user op (which keep the
- * rank-order fold). Every result is checked element by element against its formula. */
+ * rank-order fold). In each call rank c mod p (call c) starts late (after a sleep), so that a
+ * late starter sits on each CPU in turn while its CPU mates and the other CPUs' ranks fold
+ * (a CPU's partials are folded as soon as its ranks have posted), and every call's values
+ * differ from the previous call's (a vector read before its rank posted it shows). Every
+ * result is checked element by element against its formula. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "rs_cpu.h"
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
     if (pin_by_rank() != 0) return 3;
@@ -29,7 +34,9 @@ int main(int argc, char **argv) {
                 for (int kind = 0; kind < 4; kind++) {
                     /* kind 0: block SUM, 1: reduce_scatter equal SUM, 2: uneven SUM, 3: block
                      * non-commutative. */
-                    for (int i = 0; i < n; i++) s[i] = val(rank, i) + rep;
+                    /* Call `add`'s values: unlike the previous call's in every slot. */
+                    int add = checks;
+                    for (int i = 0; i < n; i++) s[i] = val(rank, i) + add;
                     for (int q = 0; q < p; q++) counts[q] = b;
                     if (kind == 2) {
                         counts[0] = b + p - 1;
@@ -41,6 +48,7 @@ int main(int argc, char **argv) {
                     if (inplace) memcpy(r, s, sizeof(int) * n);
                     const void *src = inplace ? MPI_IN_PLACE : s;
                     (void)in;
+                    if (rank == add % p) usleep(1000);
                     if (kind == 0)
                         CHECK_RC(MPI_Reduce_scatter_block(src, r, b, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
                     else if (kind == 3)
@@ -51,10 +59,10 @@ int main(int argc, char **argv) {
                         int e = 0;
                         if (kind == 3) {
                             /* x0 o (x1 o (... o x_{p-1})): folded from the last rank down. */
-                            e = val(p - 1, at + i) + rep;
-                            for (int q = p - 2; q >= 0; q--) e = 2 * (val(q, at + i) + rep) + e;
+                            e = val(p - 1, at + i) + add;
+                            for (int q = p - 2; q >= 0; q--) e = 2 * (val(q, at + i) + add) + e;
                         } else {
-                            for (int q = 0; q < p; q++) e += val(q, at + i) + rep;
+                            for (int q = 0; q < p; q++) e += val(q, at + i) + add;
                         }
                         if (r[i] != e) {
                             fprintf(stderr, "rank %d kind %d inplace %d block %d rep %d: [%d] %d != %d\n",

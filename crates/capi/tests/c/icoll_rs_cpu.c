@@ -1,12 +1,16 @@
 /* Nonblocking reduce-scatters through the segment's nonblocking large region with every rank
  * pinned to one CPU (rank r on CPU r mod the CPUs it may use, pinned before MPI_Init), where
- * commutative operations on equal blocks fold by CPU as the blocking forms do (at most 2
+ * commutative operations on equal blocks fold by CPU as the blocking forms do (at most 4
  * ranks on every CPU; with more they keep the rank-order fold):
  * - one at a time: MPI_Ireduce_scatter_block and MPI_Ireduce_scatter with equal counts (INT
  *   SUM, in place and not, vectors past 4 KiB up to 512 KiB), and for comparison uneven
  *   counts (ranks 1..p-2 holding the mean block, not alike all the same) and a
- *   non-commutative user op (which keep the rank-order fold), the last rank
- *   starting each call late (after a sleep), so that the others' folds wait for its post;
+ *   non-commutative user op (which keep the rank-order fold); in each call rank c mod p
+ *   (call c) starts late (after a sleep), and the last rank too in even calls, so that a
+ *   late starter sits on each CPU in turn while its CPU mates and the other CPUs' ranks
+ *   fold (the fold by CPU folds a CPU's partials as soon as that CPU's ranks have posted),
+ *   and every call's values differ from the previous call's (a vector read before its
+ *   rank posted it shows);
  * - several outstanding at once on the same communicator: two reduce-scatters of equal
  *   blocks (one in place), one of uneven counts, an allreduce through the same region and a
  *   small ibarrier, completed in reverse order, rank 0 sleeping before it waits (its
@@ -64,7 +68,9 @@ int main(int argc, char **argv) {
                 for (int kind = 0; kind < 4; kind++) {
                     /* kind 0: block SUM, 1: reduce_scatter equal SUM, 2: uneven SUM, 3: block
                      * non-commutative. */
-                    for (int i = 0; i < n; i++) s[i] = val(rank, i) + rep;
+                    /* Call `add`'s values: unlike the previous call's in every slot. */
+                    int add = checks;
+                    for (int i = 0; i < n; i++) s[i] = val(rank, i) + add;
                     for (int q = 0; q < p; q++) counts[q] = b;
                     if (kind == 2) {
                         /* Ranks 1..p-2 have the blocks' mean (their block times p is the
@@ -76,7 +82,7 @@ int main(int argc, char **argv) {
                     for (int q = 0; q < rank; q++) at += counts[q];
                     if (inplace) memcpy(r, s, sizeof(int) * n);
                     const void *src = inplace ? MPI_IN_PLACE : s;
-                    if (rank == p - 1) usleep(2000);
+                    if (rank == add % p || (rank == p - 1 && add % 2 == 0)) usleep(2000);
                     MPI_Request req;
                     if (kind == 0)
                         CHECK_RC(MPI_Ireduce_scatter_block(src, r, b, MPI_INT, MPI_SUM,
@@ -92,10 +98,10 @@ int main(int argc, char **argv) {
                         int e = 0;
                         if (kind == 3) {
                             /* x0 o (x1 o (... o x_{p-1})): folded from the last rank down. */
-                            e = val(p - 1, at + i) + rep;
-                            for (int q = p - 2; q >= 0; q--) e = 2 * (val(q, at + i) + rep) + e;
+                            e = val(p - 1, at + i) + add;
+                            for (int q = p - 2; q >= 0; q--) e = 2 * (val(q, at + i) + add) + e;
                         } else {
-                            e = sum_at(p, at + i, rep);
+                            e = sum_at(p, at + i, add);
                         }
                         if (r[i] != e) {
                             fprintf(stderr,

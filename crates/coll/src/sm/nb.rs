@@ -1295,7 +1295,7 @@ impl SmNb {
             let (seg, k) = (&*self.seg, self.k);
             let f = (&*op.f as Fold<'_>, op.elem_size);
             // A reduce-scatter of equal blocks with a commutative operation folds by CPU
-            // when the ranks are pinned, at most 2 a CPU (`Seg::group_nb`), as the blocking
+            // when the ranks are pinned, at most 4 a CPU (`Seg::group_nb`), as the blocking
             // one (`Seg::rs_grouped_step`).
             seg.group_nb(&mut self.large, red, op.commutative);
             // SAFETY: caller contract (the regions are valid until the end); `k` is open

@@ -156,12 +156,13 @@ pub(crate) struct Large {
 }
 
 /// Most ranks pinned to one CPU for which a nonblocking reduce-scatter folds by CPU
-/// ([`Seg::group_nb`]): with more, the second wait (for the other CPUs' partials, each
-/// folded in some rank's progress) cost more than the bytes it keeps on a CPU where the
-/// vCPUs are near (np=8 cyclic 64 KiB, 4 ranks a CPU, load 20-29: launch minima 140-160
-/// against 190-220 us, new faster in 4-5 of 17 paired rounds; far 2.4-2.7x faster), while
-/// np=4 block (2 a CPU) was faster near and far (session 49, s49-irsfold).
-const RS_GROUPED_NB_PER_CPU: usize = 2;
+/// ([`Seg::group_nb`]): measured up to 4 (np=8 cyclic and block). With the partials folded
+/// only once every rank had posted, 4 ranks a CPU lost near (np=8 cyclic 64 KiB, load
+/// 20-29: launch minima 140-160 against 190-220 us; session 49, s49-irsfold); folded as
+/// soon as our CPU's ranks have posted ([`Seg::rs_grouped_step`]) it was level near
+/// (launch minima 134-135 against 139-141 us, new faster in 7-8 of 16 paired rounds, load
+/// 6-20) and 1.5-2.4x faster far (18-21 of 24 rounds; session 50, s50-irs8).
+const RS_GROUPED_NB_PER_CPU: usize = 4;
 
 impl Seg {
     /// Let nonblocking reduction `red` (its state `st`) go by CPU ([`Seg::rs_grouped`]) when
@@ -452,6 +453,14 @@ impl Seg {
                 Some(true)
             }
             Reduction::ReduceScatter { at, len, .. } => {
+                if st.grouped && self.rs_grouped(n, len) {
+                    // SAFETY: every rank that posts our length runs this path (the same
+                    // `n`, `len`, CPUs and flag everywhere); `k` is open; `output` holds
+                    // `len` (checked); `at + len <= n` (checked).
+                    return unsafe {
+                        self.rs_grouped_step(st, k, (at, len, n), output.0, f, &differ)
+                    };
+                }
                 if !(0..p).all(|r| self.stamped(r, k)) {
                     return None;
                 }
@@ -460,11 +469,6 @@ impl Seg {
                 // every rank of this path sees it alike.
                 if differ(0..p) {
                     return Some(false);
-                }
-                if st.grouped && self.rs_grouped(n, len) {
-                    // SAFETY: every rank stamped `k` (acquired above) and runs this path
-                    // (the same `n`, `len`, CPUs and flag everywhere); `output` holds `len`.
-                    return unsafe { self.rs_grouped_step(st, k, (at, len, n), output.0, f) };
                 }
                 // Our own contribution too from our slot: in place our block of the output
                 // is the start of our input.
@@ -966,19 +970,26 @@ impl Seg {
         shared && several
     }
 
-    /// A reduce-scatter of equal blocks by CPU, every rank's vector in its slot (stamped
-    /// `k`, acquired, and of our length): for each block of a rank of another CPU, one rank
-    /// of ours ([`rs_provider`]) folds our CPU's contributions to it into its slot after the
-    /// vector and marks them (the first word of its post); each rank folds its CPU's
-    /// contributions to its own block, then the partial of every other CPU once marked.
-    /// One block a rank crosses CPUs, where every rank folding its block out of every slot
-    /// reads the blocks of all the ranks of the other CPUs there (np=8 cyclic 64 KiB: 2 MiB
-    /// a call against 512 KiB). Commutative operations only: the order of the folds
-    /// follows the CPUs, not the ranks.
+    /// A reduce-scatter of equal blocks by CPU, every rank's vector in its slot: for each
+    /// block of a rank of another CPU, one rank of ours ([`rs_provider`]) folds our CPU's
+    /// contributions to it into its slot after the vector and marks them (the first word of
+    /// its post); each rank folds its CPU's contributions to its own block, then the partial
+    /// of every other CPU once marked. One block a rank crosses CPUs, where every rank
+    /// folding its block out of every slot reads the blocks of all the ranks of the other
+    /// CPUs there (np=8 cyclic 64 KiB: 2 MiB a call against 512 KiB). Commutative
+    /// operations only: the order of the folds follows the CPUs, not the ranks.
+    ///
+    /// The first part needs only our CPU's vectors: it runs as soon as our CPU's ranks have
+    /// stamped `k` with our length, whatever the other CPUs' ranks do, so that a rank of
+    /// another CPU that posts last finds its partials marked (one wait across CPUs, where
+    /// waiting for every rank's post first made two). The other CPUs' partials are read
+    /// once every rank stamped `k` with our length (`differ`: whether one of `ranks`, each
+    /// stamped `k`, posted another length). On a length that differs (erroneous counts) it
+    /// ends false, after our CPU's part may have been written into `out`.
     ///
     /// # Safety
-    /// Every rank stamped `k` (acquired) with our length and runs this path; `out` is
-    /// writable for `len` bytes until the collective ends; `at + len <= n`.
+    /// Every rank that posts our length runs this path; `k` is open here; `out` is writable
+    /// for `len` bytes until the collective ends; `at + len <= n`.
     unsafe fn rs_grouped_step(
         &self,
         st: &mut Large,
@@ -986,13 +997,15 @@ impl Seg {
         (at, len, n): (usize, usize, usize),
         out: *mut u8,
         f: Fold<'_>,
+        differ: &dyn Fn(std::ops::Range<usize>) -> bool,
     ) -> Option<bool> {
         let (me, p) = (self.rank, self.size);
         let mine = self.cpus[me];
         let view = |r: usize, o: usize| {
-            // SAFETY: rank `r` stamped `k` (acquired) after filling its slot's first `n`
-            // bytes, and marked (acquired) before we read its partials past them; it
-            // leaves them alone until we finish `k`; `o + len <= 2 n <= NB_LARGE_MAX`.
+            // SAFETY: rank `r` stamped `k` (acquired) with our length after filling its
+            // slot's first `n` bytes, and marked (acquired) before we read its partials past
+            // them; it leaves them alone until we finish `k`; `o + len <= 2 n <=
+            // NB_LARGE_MAX`.
             unsafe { std::slice::from_raw_parts(self.large_slot(r).add(o).cast_const(), len) }
         };
         // SAFETY: `out` is writable for `len` bytes (caller contract), no other view of it.
@@ -1001,6 +1014,15 @@ impl Seg {
         let mark = |r: usize| unsafe { self.nb_word(r, k, 0) };
         if !st.folded {
             let group: Vec<usize> = (0..p).filter(|&r| self.cpus[r] == mine).collect();
+            // Our CPU's vectors only: each rank of ours posted (stamped, acquired) our
+            // length, else nothing is read (another length fails every rank of this path
+            // once all have posted, below or at their own check).
+            if !group.iter().all(|&g| self.stamped(g, k)) {
+                return None;
+            }
+            if group.iter().any(|&g| differ(g..g + 1)) {
+                return Some(false);
+            }
             for b in (0..p).filter(|&b| self.cpus[b] != mine) {
                 let (r, q) = rs_provider(&self.cpus, mine, b);
                 if r != me {
@@ -1022,6 +1044,15 @@ impl Seg {
                 f(view(g, at), acc);
             }
             st.folded = true;
+        }
+        // The other CPUs' partials: once every rank posted (stamped, acquired) our length; a
+        // rank of another length (which may have taken another path) fails us, as it does
+        // every rank of this path, none waiting for a mark.
+        if !(0..p).all(|r| self.stamped(r, k)) {
+            return None;
+        }
+        if differ(0..p) {
+            return Some(false);
         }
         let mut all = true;
         let mut seen: u64 = 0;
