@@ -1,6 +1,6 @@
 /* dtinstr.c: instructions per iteration of one datatype call sequence under callgrind.
  * The sequence named by argv[1] (dupstruct, dupint, resized, gone, live, con, basic,
- * struct3, contig, vector, resget, vecget) runs ITER times between CALLGRIND_START/STOP_INSTRUMENTATION; argv[2]
+ * struct3, contig, vector, resget, vecget, envelope, envint, size, extent, extint, commit) runs ITER times between CALLGRIND_START/STOP_INSTRUMENTATION; argv[2]
  * "multiple" initializes at MPI_THREAD_MULTIPLE. Build with each implementation's mpicc
  * (-O2), run as a singleton:
  *   valgrind --tool=callgrind --instr-atstart=no ./dtinstr gone
@@ -9,7 +9,9 @@
  * of two live derived types + 2 frees; basic: of a struct of basic types; con: of a
  * contiguous of a derived type + free; vector: vector_c(3,4,6,INT) + free; resget:
  * get_contents_c of a resized struct + free; vecget: get_contents of a vector of a
- * derived type (int form) + free). */
+ * derived type (int form) + free; envelope/envint: get_envelope_c of the struct/MPI_INT;
+ * size/extent/extint: size_c/get_extent_c of the struct/MPI_INT; commit: commit of a
+ * committed vector). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,8 +37,11 @@ int main(int argc, char **argv) {
   MPI_Datatype con; MPI_Type_contiguous_c(3, st, &con);
   MPI_Datatype res; MPI_Type_create_resized(st2, 0, 48, &res);
   MPI_Datatype veci; MPI_Type_vector(2, 1, 3, st, &veci);
-  static const char *nm[] = {"dupstruct","dupint","resized","gone","live","con","basic","struct3","contig","vector","resget","vecget"};
-  int k = -1; for (int j = 0; j < 12; j++) if (!strcmp(w, nm[j])) k = j;
+  MPI_Count ni, na, nc, nd, sz1, lb1, ex1; int comb;
+  static const char *nm[] = {"dupstruct","dupint","resized","gone","live","con","basic","struct3","contig","vector","resget","vecget",
+                             "envelope","envint","size","extent","extint","commit"};
+  int k = -1; for (int j = 0; j < 18; j++) if (!strcmp(w, nm[j])) k = j;
+  if (k == 17) MPI_Type_commit(&veci);
   CALLGRIND_START_INSTRUMENTATION;
   for (int i = 0; i < ITER; i++) {
     if (k == 0) { MPI_Type_dup(st2, &t); MPI_Type_free(&t); }
@@ -51,6 +56,12 @@ int main(int argc, char **argv) {
     else if (k == 9) { MPI_Type_vector_c(3, 4, 6, MPI_INT, &t); MPI_Type_free(&t); }
     else if (k == 10) { MPI_Type_get_contents_c(res, 16, 16, 16, 4, ii, aa, cc, dt); MPI_Type_free(&dt[0]); }
     else if (k == 11) { MPI_Type_get_contents(veci, 16, 16, 4, ii, aa, dt); MPI_Type_free(&dt[0]); }
+    else if (k == 12) { MPI_Type_get_envelope_c(st2, &ni, &na, &nc, &nd, &comb); }
+    else if (k == 13) { MPI_Type_get_envelope_c(MPI_INT, &ni, &na, &nc, &nd, &comb); }
+    else if (k == 14) { MPI_Type_size_c(st2, &sz1); }
+    else if (k == 15) { MPI_Type_get_extent_c(st2, &lb1, &ex1); }
+    else if (k == 16) { MPI_Type_get_extent_c(MPI_INT, &lb1, &ex1); }
+    else if (k == 17) { MPI_Type_commit(&veci); }
   }
   CALLGRIND_STOP_INSTRUMENTATION;
   MPI_Finalize();

@@ -8,7 +8,7 @@
 
 use crate::consts::*;
 use crate::ffi::{
-    check_count, copy_cstr, counts_in, inp, out, read_cstr, slice_in, slice_out, CountArg,
+    check_count, copy_cstr, counts_in, inp, out, put, read_cstr, slice_in, slice_out, CountArg,
     MpiResult,
 };
 use crate::handles::{direct_base, kind, DATATYPE_FIRST};
@@ -1270,8 +1270,16 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Type_commit`.
-    fn PMPI_Type_commit / "MPI_Type_commit" (datatype: *mut c_int) {
+    /// `MPI_Type_commit`. The commit of a committed type (or a predefined one) has nothing
+    /// to do: while the call profile is off it is answered before the entry wrapper, from
+    /// the type's lock-free summary (its committed flag, [`crate::type_table::committed`]).
+    fn PMPI_Type_commit / "MPI_Type_commit" (datatype: *mut c_int) pre {
+        !datatype.is_null() && {
+            // SAFETY: not NULL, and the caller's handle (the MPI contract).
+            let h = unsafe { datatype.read_unaligned() };
+            crate::type_table::committed(h) || predefined(h).is_some()
+        }
+    } {
         let h = inp(datatype, "datatype")?;
         let mut st = lock();
         if predefined(h).is_some() {
@@ -1279,7 +1287,12 @@ mpi_fn! {
         }
         match st.types.get_mut(h) {
             Some(t) => {
-                Arc::make_mut(t).committed = true;
+                // Committed already: the object is left as it is (`make_mut` would copy
+                // one that other types or operations share).
+                if !t.committed {
+                    Arc::make_mut(t).committed = true;
+                    st.types.note_committed(h);
+                }
                 Ok(())
             }
             None => mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}"),
@@ -1370,11 +1383,10 @@ pub(crate) fn predefined_size(h: c_int) -> Option<usize> {
     if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
         return None;
     }
-    let slot = &DT_SIZES[(hu % 64) as usize];
-    let v = slot.load(Ordering::Relaxed);
-    if v >> 32 == hu as u64 {
-        return Some((v & 0xffff_ffff) as usize - 1);
+    if let Some(sz) = cached_size(h) {
+        return Some(sz);
     }
+    let slot = &DT_SIZES[(hu % 64) as usize];
     let dt = lock().dtype(h).ok()?;
     let eligible = dt.predefined
         && dt.committed
@@ -1388,9 +1400,44 @@ pub(crate) fn predefined_size(h: c_int) -> Option<usize> {
     Some(dt.size)
 }
 
+/// The size [`predefined_size`] cached for predefined datatype `h`, if it did (one load:
+/// no lock, nothing that can fail; the paths before the entry wrapper read it).
+#[inline(always)]
+fn cached_size(h: c_int) -> Option<usize> {
+    let hu = h as u32;
+    if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
+        return None;
+    }
+    let v = DT_SIZES[(hu % 64) as usize].load(Ordering::Relaxed);
+    (v >> 32 == hu as u64).then(|| (v & 0xffff_ffff) as usize - 1)
+}
+
+/// The size and bounds a query of datatype `h` answers before the entry wrapper: a
+/// derived type's lock-free summary, or a predefined basic type's cached size (lower
+/// bound 0, extent its size); `None` for anything else (the body answers, or reports the
+/// error). Nothing here can fail or panic.
+#[inline(always)]
+fn quick_bounds(h: c_int) -> Option<(u64, i64, i64)> {
+    if let Some(sz) = cached_size(h) {
+        return Some((sz as u64, 0, sz as i64));
+    }
+    crate::type_table::bounds(h)
+}
+
 mpi_fn_c! {
     /// `MPI_Type_size` (`MPI_UNDEFINED` if the size does not fit in the form's count).
-    fn PMPI_Type_size / "MPI_Type_size", PMPI_Type_size_c / "MPI_Type_size_c" (datatype: c_int, size: *mut Count) {
+    /// Before the entry wrapper while the profile is off: [`quick_bounds`].
+    fn PMPI_Type_size / "MPI_Type_size", PMPI_Type_size_c / "MPI_Type_size_c" (datatype: c_int, size: *mut Count) pre {
+        !size.is_null() && match quick_bounds(datatype) {
+            Some((sz, _, _)) => {
+                let v = usize::try_from(sz).ok().and_then(Count::from_usize).unwrap_or(MPI_UNDEFINED.into());
+                // SAFETY: not NULL; the caller's output (the MPI contract).
+                unsafe { put(size, v) };
+                true
+            }
+            None => false,
+        }
+    } {
         // Predefined basic types (mpi4py asks for each message's type): no lock.
         if let Some(sz) = predefined_size(datatype) {
             return out(size, Count::from_usize(sz).unwrap_or(MPI_UNDEFINED.into()), "size");
@@ -1416,7 +1463,21 @@ mpi_fn! {
 
 mpi_fn_c! {
     /// `MPI_Type_get_extent` (`MPI_Aint` or `MPI_Count` results: the same type here).
-    fn PMPI_Type_get_extent / "MPI_Type_get_extent", PMPI_Type_get_extent_c / "MPI_Type_get_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+    /// Before the entry wrapper while the profile is off: [`quick_bounds`] (a predefined
+    /// type of size 0 takes the body).
+    fn PMPI_Type_get_extent / "MPI_Type_get_extent", PMPI_Type_get_extent_c / "MPI_Type_get_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) pre {
+        !lb.is_null() && !extent.is_null() && match quick_bounds(datatype).filter(|&(sz, _, _)| sz > 0 || is_table_handle(datatype)) {
+            Some((_, l, e)) => {
+                // SAFETY: neither is NULL; the caller's outputs (the MPI contract).
+                unsafe {
+                    put(lb, l as isize);
+                    put(extent, e as isize);
+                }
+                true
+            }
+            None => false,
+        }
+    } {
         // Predefined basic types, whose extent is their size (mpi4py asks for it on every
         // send and receive of a buffer): no lock, no datatype reference.
         if let Some(sz) = predefined_size(datatype).filter(|&sz| sz > 0) {
@@ -1501,9 +1562,44 @@ mpi_fn! {
     }
 }
 
+/// The envelope a query of datatype `h` answers before the entry wrapper: a derived
+/// type's lock-free summary or a predefined type's (the numbers of integers, addresses,
+/// large counts and datatypes, and the combiner); `None` for anything else (the body
+/// answers, or reports the error). Nothing here can fail or panic.
+#[inline(always)]
+fn quick_envelope(h: c_int) -> Option<[u32; 5]> {
+    if let Some(e) = crate::type_table::envelope(h) {
+        return Some(e);
+    }
+    let t = predefined(h)?;
+    let n = |l: usize| u32::try_from(l).ok();
+    Some([
+        n(t.ints.len())?,
+        n(t.aints.len())?,
+        n(t.counts.len())?,
+        n(t.types.len())?,
+        t.combiner as u32,
+    ])
+}
+
 mpi_fn! {
-    /// `MPI_Type_get_envelope`.
-    fn PMPI_Type_get_envelope / "MPI_Type_get_envelope" (datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
+    /// `MPI_Type_get_envelope`. Before the entry wrapper while the profile is off:
+    /// [`quick_envelope`] (a large-count type takes the body, which reports the error).
+    fn PMPI_Type_get_envelope / "MPI_Type_get_envelope" (datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) pre {
+        !num_integers.is_null() && !num_addresses.is_null() && !num_datatypes.is_null() && !combiner.is_null() && match quick_envelope(datatype).filter(|e| e[2] == 0) {
+            Some([ni, na, _, nd, c]) => {
+                // SAFETY: none is NULL; the caller's outputs (the MPI contract).
+                unsafe {
+                    put(num_integers, ni as c_int);
+                    put(num_addresses, na as c_int);
+                    put(num_datatypes, nd as c_int);
+                    put(combiner, c as c_int);
+                }
+                true
+            }
+            None => false,
+        }
+    } {
         // A derived type's summary, read without the lock (a large-count one takes the
         // locked path, which reports the error).
         if let Some(s) = summary(datatype).filter(|s| s.num_large_counts == 0) {
@@ -1624,8 +1720,24 @@ fn contents_new_handles(st: &mut State, h: c_int, datatypes: *mut c_int) -> MpiR
 
 mpi_fn! {
     /// `MPI_Type_get_envelope_c` (MPI 4.0): also the number of large counts (those of a
-    /// type made by a `_c` constructor).
-    fn PMPI_Type_get_envelope_c / "MPI_Type_get_envelope_c" (datatype: c_int, num_integers: *mut i64, num_addresses: *mut i64, num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int) {
+    /// type made by a `_c` constructor). Before the entry wrapper while the profile is
+    /// off: [`quick_envelope`].
+    fn PMPI_Type_get_envelope_c / "MPI_Type_get_envelope_c" (datatype: c_int, num_integers: *mut i64, num_addresses: *mut i64, num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int) pre {
+        !num_integers.is_null() && !num_addresses.is_null() && !num_large_counts.is_null() && !num_datatypes.is_null() && !combiner.is_null() && match quick_envelope(datatype) {
+            Some([ni, na, nc, nd, c]) => {
+                // SAFETY: none is NULL; the caller's outputs (the MPI contract).
+                unsafe {
+                    put(num_integers, ni.into());
+                    put(num_addresses, na.into());
+                    put(num_large_counts, nc.into());
+                    put(num_datatypes, nd.into());
+                    put(combiner, c as c_int);
+                }
+                true
+            }
+            None => false,
+        }
+    } {
         if let Some(s) = summary(datatype) {
             out(num_integers, s.num_integers as i64, "num_integers")?;
             out(num_addresses, s.num_addresses as i64, "num_addresses")?;
@@ -2398,6 +2510,49 @@ mod tests {
         assert_eq!(h, MPI_DATATYPE_NULL);
     }
 
+    /// `MPI_Type_commit` publishes the committed flag in the summary (with the combiner
+    /// intact), a commit of a committed type (answered before the entry wrapper) leaves
+    /// the shared object alone, dups inherit the flag and a reused slot starts without it.
+    #[test]
+    fn commits_publish_the_committed_flag_lock_free() {
+        // SAFETY: valid output handles.
+        let mut v = handle_of(|h| unsafe { PMPI_Type_vector(3, 1, 2, MPI_INT, h) });
+        let flag = |h| summary(h).map(|s| (s.combiner, s.committed));
+        assert_eq!(flag(v), Some((MPI_COMBINER_VECTOR, false)));
+        assert!(!crate::type_table::committed(v));
+        // A contiguous type of it shares its object.
+        // SAFETY: as above.
+        let c = handle_of(|h| unsafe { PMPI_Type_contiguous(2, v, h) });
+        // SAFETY: the handle's slot.
+        assert_eq!(unsafe { PMPI_Type_commit(&mut v) }, MPI_SUCCESS);
+        // The flag is published with the combiner intact, and the locked state agrees.
+        assert_eq!(flag(v), Some((MPI_COMBINER_VECTOR, true)));
+        assert!(crate::type_table::committed(v) && lock().dtype_ref(v).unwrap().committed);
+        assert!(!crate::type_table::committed(c));
+        let obj = Arc::clone(lock().dtype_ref(v).unwrap());
+        // A commit of the committed type (before the wrapper) leaves the object as it is.
+        // SAFETY: as above.
+        assert_eq!(unsafe { PMPI_Type_commit(&mut v) }, MPI_SUCCESS);
+        assert!(Arc::ptr_eq(lock().dtype_ref(v).unwrap(), &obj));
+        drop(obj);
+        // A dup of a committed type is committed; a resized one is not.
+        // SAFETY: as above.
+        let d = handle_of(|h| unsafe { PMPI_Type_dup(v, h) });
+        // SAFETY: as above.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(v, 0, 64, h) });
+        assert_eq!(flag(d), Some((MPI_COMBINER_DUP, true)));
+        assert_eq!(flag(r), Some((MPI_COMBINER_RESIZED, false)));
+        for h in [r, d, c, v] {
+            free(h);
+        }
+        assert!(!crate::type_table::committed(v));
+        // A type made in a freed slot starts uncommitted.
+        // SAFETY: as above.
+        let n = handle_of(|h| unsafe { PMPI_Type_contiguous(3, MPI_INT, h) });
+        assert_eq!(flag(n), Some((MPI_COMBINER_CONTIGUOUS, false)));
+        free(n);
+    }
+
     /// The arguments a decode returns of a type made by a constructor with fixed
     /// arguments ([`Envelope::fixed`]): integers, addresses and large counts.
     fn fixed_args(t: c_int) -> (Vec<c_int>, Vec<isize>, Vec<i64>) {
@@ -3041,6 +3196,48 @@ mod summaries {
         let s = summary(b).expect("published");
         assert_eq!((s.size, s.num_integers, s.extent()), (40, 3, 40));
         assert!(st.types.remove(b).is_some());
+    }
+
+    /// Readers of a summary while its type is committed (republished) see either flag
+    /// value, never a torn word or another combiner.
+    #[test]
+    fn readers_see_commits_whole() {
+        let h = lock().types.insert(dt(8, 0, 8, 1));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let started = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let r = sc.spawn(|| {
+                let (mut seen, mut on) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    started.store(true, Ordering::Relaxed);
+                    if let Some(s) = summary(h) {
+                        assert_eq!(s.combiner, MPI_COMBINER_CONTIGUOUS, "torn: {s:?}");
+                        assert_eq!(s.size, 8 * s.num_integers as u64, "torn: {s:?}");
+                        seen += 1;
+                        on += s.committed as u64;
+                    }
+                }
+                (seen, on)
+            });
+            // The reader runs before the writes start (one of two shared vCPUs).
+            while !started.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+            for k in 1..20_000usize {
+                let mut st = lock();
+                st.types.remove(h);
+                let n = 1 + k % 5;
+                assert_eq!(st.types.insert(dt(8 * n, 0, 8 * n as isize, n)), h);
+                Arc::make_mut(st.types.get_mut(h).unwrap()).committed = true;
+                st.types.note_committed(h);
+                drop(st);
+                assert!(crate::type_table::committed(h));
+            }
+            stop.store(true, Ordering::Relaxed);
+            let (seen, on) = r.join().unwrap();
+            assert!(on <= seen);
+        });
+        lock().types.remove(h);
     }
 
     /// Readers racing with a writer that keeps replacing one handle's type never see a

@@ -13,7 +13,10 @@
 //! The slots live in chunks of [`CHUNK`] that are allocated on first use and never freed
 //! (a chunk is 80 KiB, indices are reused after `MPI_Type_free`), so a reader never
 //! touches freed memory. A summary that does not fit its words is not published: its
-//! queries take the locked path.
+//! queries take the locked path. Word 0 also says whether the type is committed
+//! ([`TypeTable::note_committed`]): `MPI_Type_commit` of a committed type has nothing to
+//! do. The queries answered before the entry wrapper read only the words they need
+//! ([`bounds`], [`envelope`], [`committed`]).
 //!
 //! Each slot also counts the handle's references. `MPI_Type_get_contents(_c)` returns a
 //! derived constituent as that same handle with one more reference (as MPICH and Open MPI
@@ -59,13 +62,18 @@ pub(crate) struct Summary {
     pub ub: i64,
     pub true_lb: i64,
     pub true_ub: i64,
+    /// Committed (`MPI_Type_commit` of it, or made so): a commit of it has nothing to do.
+    pub committed: bool,
 }
 
 impl Summary {
     /// The summary of `t`, if its counts fit the slot's words.
     fn of(t: &Datatype) -> Option<Summary> {
         Some(Summary {
-            combiner: t.combiner,
+            // The committed flag takes word 0's bit 31 (combiners are small and positive).
+            combiner: (0..=COMBINER_MASK as c_int)
+                .contains(&t.combiner)
+                .then_some(t.combiner)?,
             num_integers: u32::try_from(t.ints.len()).ok()?,
             num_addresses: u32::try_from(t.aints.len()).ok()?,
             num_large_counts: u32::try_from(t.counts.len()).ok()?,
@@ -75,6 +83,7 @@ impl Summary {
             ub: t.ub as i64,
             true_lb: t.true_lb as i64,
             true_ub: t.true_ub as i64,
+            committed: t.committed,
         })
     }
     /// `ub - lb`.
@@ -141,6 +150,11 @@ fn update(a: &AtomicU64, mut f: impl FnMut(u64) -> Option<u64>) -> Result<u64, u
     }
     a.fetch_update(Ordering::AcqRel, Ordering::Relaxed, f)
 }
+
+/// Word 0's bits of the combiner (below them the handle, above [`COMMITTED`]).
+const COMBINER_MASK: u64 = 0x7fff_ffff;
+/// Word 0's flag: the type is committed.
+const COMMITTED: u64 = 1 << 31;
 
 /// Slots per chunk.
 const CHUNK: usize = 1024;
@@ -271,6 +285,63 @@ pub(crate) fn release_shared(h: c_int) -> bool {
     .is_ok()
 }
 
+/// Word 0 and words `ks` of the summary of the live derived type of handle `h`, read
+/// without the library lock as [`summary`] reads them all, for the calls answered before
+/// the entry wrapper: inline, and only the words they need (an out-of-line [`summary`]
+/// returning the whole of it was ~60 instructions of a ~100-instruction size query).
+#[inline(always)]
+fn words<const N: usize>(h: c_int, ks: [usize; N]) -> Option<(u64, [u64; N])> {
+    let s = slot(index_of(h)?)?;
+    for _ in 0..4 {
+        let seq = s.seq.load(Ordering::Acquire);
+        if seq & 1 == 0 {
+            let w0 = s.w[0].load(Ordering::Relaxed);
+            let w = ks.map(|k| s.w[k].load(Ordering::Relaxed));
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) == seq {
+                // Not this handle's, or kept for `get_contents` only (freed by the user).
+                if (w0 >> 32) as u32 != h as u32 || s.refs.load(Ordering::Relaxed) & COUNT == 0 {
+                    return None;
+                }
+                return Some((w0, w));
+            }
+        }
+        std::hint::spin_loop();
+    }
+    None
+}
+
+/// Whether handle `h` names a live derived type that is committed, read without the
+/// library lock (false also when that cannot be told so: the caller takes the locked path).
+#[inline(always)]
+pub(crate) fn committed(h: c_int) -> bool {
+    words(h, []).is_some_and(|(w0, [])| w0 & COMMITTED != 0)
+}
+
+/// The size, lower bound and extent of the live derived type of handle `h` (its
+/// [`Summary`]'s), read without the library lock; `None` as for [`summary`].
+#[inline(always)]
+pub(crate) fn bounds(h: c_int) -> Option<(u64, i64, i64)> {
+    words(h, [3, 4, 5])
+        .map(|(_, [size, lb, ub])| (size, lb as i64, (ub as i64).wrapping_sub(lb as i64)))
+}
+
+/// The envelope of the live derived type of handle `h` (its [`Summary`]'s numbers of
+/// integers, addresses, large counts and datatypes, and its combiner), read without the
+/// library lock; `None` as for [`summary`].
+#[inline(always)]
+pub(crate) fn envelope(h: c_int) -> Option<[u32; 5]> {
+    words(h, [1, 2]).map(|(w0, [a, b])| {
+        [
+            a as u32,
+            (a >> 32) as u32,
+            b as u32,
+            (b >> 32) as u32,
+            (w0 & COMBINER_MASK) as u32,
+        ]
+    })
+}
+
 /// The summary of the live derived type of handle `h`, read without the library lock;
 /// `None` for any other handle, one not published, or (rarely) when a writer kept the
 /// slot busy: the caller then takes the locked path, which also reports errors.
@@ -288,7 +359,7 @@ pub(crate) fn summary(h: c_int) -> Option<Summary> {
                     return None;
                 }
                 return Some(Summary {
-                    combiner: w[0] as u32 as c_int,
+                    combiner: (w[0] & COMBINER_MASK) as c_int,
                     num_integers: w[1] as u32,
                     num_addresses: (w[1] >> 32) as u32,
                     num_large_counts: w[2] as u32,
@@ -298,6 +369,7 @@ pub(crate) fn summary(h: c_int) -> Option<Summary> {
                     ub: w[5] as i64,
                     true_lb: w[6] as i64,
                     true_ub: w[7] as i64,
+                    committed: w[0] & COMMITTED != 0,
                 });
             }
         }
@@ -353,7 +425,9 @@ impl TypeTable {
             s,
             match sum {
                 Some(sum) => [
-                    (h as u32 as u64) << 32 | sum.combiner as u32 as u64,
+                    (h as u32 as u64) << 32
+                        | sum.combiner as u32 as u64
+                        | if sum.committed { COMMITTED } else { 0 },
                     (sum.num_addresses as u64) << 32 | sum.num_integers as u64,
                     (sum.num_datatypes as u64) << 32 | sum.num_large_counts as u64,
                     sum.size,
@@ -367,6 +441,27 @@ impl TypeTable {
             },
         );
         h
+    }
+    /// Publish that the live type of handle `h` is now committed (`MPI_Type_commit`, under
+    /// the library lock, after it set the object's flag): [`summary`] then reports it, and
+    /// the commits after this one answer without the lock. Nothing if `h` has no published
+    /// summary (its commits take the locked path).
+    pub fn note_committed(&self, h: c_int) {
+        // Every direct handle has a slot; the words say whether they are `h`'s.
+        let Some(s) = index_of(h).and_then(slot) else {
+            return;
+        };
+        // The one writer (under the lock): word 0 is ours to read as it is, and only it
+        // changes (the sequence still brackets the store for the readers).
+        let w0 = s.w[0].load(Ordering::Relaxed);
+        if (w0 >> 32) as u32 != h as u32 || w0 & COMMITTED != 0 {
+            return;
+        }
+        let seq = s.seq.load(Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        s.w[0].store(w0 | COMMITTED, Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
     /// One more hold on `c` if it is an entry (live or kept): true then (also when the
     /// holds are at [`HELD_MAX`], where they stay).

@@ -5,9 +5,13 @@
 #include <mpi.h>
 #include <stdio.h>
 
-enum { INIT, SEND, RECV, ISEND, IRECV, WAIT, SENDRECV, BCAST, ALLREDUCE, BARRIER, TYPE_FREE, N };
+enum { INIT, SEND, RECV, ISEND, IRECV, WAIT, SENDRECV, BCAST, ALLREDUCE, BARRIER, TYPE_FREE,
+       TYPE_COMMIT, TYPE_SIZE, TYPE_SIZE_C, TYPE_GET_EXTENT, TYPE_GET_EXTENT_C, TYPE_GET_ENVELOPE,
+       TYPE_GET_ENVELOPE_C, N };
 static const char *names[N] = {"Init", "Send", "Recv", "Isend", "Irecv", "Wait",
-                               "Sendrecv", "Bcast", "Allreduce", "Barrier", "Type_free"};
+                               "Sendrecv", "Bcast", "Allreduce", "Barrier", "Type_free",
+                               "Type_commit", "Type_size", "Type_size_c", "Type_get_extent",
+                               "Type_get_extent_c", "Type_get_envelope", "Type_get_envelope_c"};
 static long counts[N];
 
 int MPI_Init(int *argc, char ***argv)
@@ -78,6 +82,49 @@ int MPI_Type_free(MPI_Datatype *dt)
 {
     counts[TYPE_FREE]++;
     return PMPI_Type_free(dt);
+}
+
+int MPI_Type_commit(MPI_Datatype *dt)
+{
+    counts[TYPE_COMMIT]++;
+    return PMPI_Type_commit(dt);
+}
+
+int MPI_Type_size(MPI_Datatype dt, int *size)
+{
+    counts[TYPE_SIZE]++;
+    return PMPI_Type_size(dt, size);
+}
+
+int MPI_Type_size_c(MPI_Datatype dt, MPI_Count *size)
+{
+    counts[TYPE_SIZE_C]++;
+    return PMPI_Type_size_c(dt, size);
+}
+
+int MPI_Type_get_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)
+{
+    counts[TYPE_GET_EXTENT]++;
+    return PMPI_Type_get_extent(dt, lb, extent);
+}
+
+int MPI_Type_get_extent_c(MPI_Datatype dt, MPI_Count *lb, MPI_Count *extent)
+{
+    counts[TYPE_GET_EXTENT_C]++;
+    return PMPI_Type_get_extent_c(dt, lb, extent);
+}
+
+int MPI_Type_get_envelope(MPI_Datatype dt, int *ni, int *na, int *nd, int *combiner)
+{
+    counts[TYPE_GET_ENVELOPE]++;
+    return PMPI_Type_get_envelope(dt, ni, na, nd, combiner);
+}
+
+int MPI_Type_get_envelope_c(MPI_Datatype dt, MPI_Count *ni, MPI_Count *na, MPI_Count *nc,
+                            MPI_Count *nd, int *combiner)
+{
+    counts[TYPE_GET_ENVELOPE_C]++;
+    return PMPI_Type_get_envelope_c(dt, ni, na, nc, nd, combiner);
 }
 
 int MPI_Finalize(void)
