@@ -347,9 +347,10 @@ impl State {
     }
 
     /// Whether a send of eager size above `far_eager` to `dest` goes by a rendezvous that
-    /// `dest` reads alone ([`crate::btl::sm::place`]): its CPU is far, it may read our
-    /// memory, and no other send to it is queued or under rendezvous (a lone message, as a
-    /// ping-pong's; a window of sends stays eager). While sensed far, one such send in
+    /// `dest` reads alone ([`crate::btl::sm::place`]): its CPU is far and it may read our
+    /// memory. A lone message (a ping-pong's) and every send of a window (a bandwidth
+    /// run's) alike: each request-to-send follows the records before it on the link, so
+    /// order holds. While sensed far, one such send in
     /// [`crate::btl::sm::place::PROBE_EVERY`] still goes eagerly.
     #[inline(never)]
     fn read_instead(&mut self, dest: i32) -> bool {
@@ -360,12 +361,7 @@ impl State {
         let Some(peer) = self.peers.get_mut(dest as usize) else {
             return false;
         };
-        if peer.dead
-            || !peer.single_copy
-            || peer.link.is_none()
-            || peer.rndv_sends != 0
-            || !peer.outq.is_empty()
-        {
+        if peer.dead || !peer.single_copy || peer.link.is_none() {
             return false;
         }
         match placement {

@@ -1938,8 +1938,9 @@ fn kinds_since(net: &Net, from: usize, to: usize, since: usize) -> Vec<u8> {
 /// A far peer (two slow eager copies from it) gets our messages of 129-256 B as a
 /// request-to-send that it answers with a FIN after reading the message alone (no
 /// clear-to-send, though its chooser pipelines that size), but for one probe in
-/// `PROBE_EVERY`, sent eagerly; messages up to 128 B and sends behind a rendezvous under
-/// way stay eager; two fast copies make it near again.
+/// `PROBE_EVERY`, sent eagerly; messages up to 128 B stay eager; a window of sends behind a
+/// rendezvous under way goes by the read as well, with its probes; two fast copies make it
+/// near again.
 #[test]
 fn a_far_peer_reads_our_eager_sizes_alone_but_for_the_probes() {
     use crate::btl::sm::place::{FAR_NS_PER_KIB, PROBE_EVERY};
@@ -1969,23 +1970,30 @@ fn a_far_peer_reads_our_eager_sizes_alone_but_for_the_probes() {
     let sent = net.log(0, 1).len();
     transfer(&net, 128, 128, 3);
     assert_eq!(kinds_since(&net, 0, 1, sent), [K_EAGER]);
-    // Behind a rendezvous under way (a 1000 B message not yet received): eager.
+    // Behind a rendezvous under way (a 1000 B message not yet received), a window of
+    // `PROBE_EVERY` sends of 200 B: by the read, but for one probe.
     let big = data(1000, 5);
     let s1 = net.isend(0, 1, 7, &big, SendMode::Standard);
     let sent = net.log(0, 1).len();
-    let small = data(200, 6);
-    let s2 = net.isend(0, 1, 8, &small, SendMode::Standard);
-    assert_eq!(kinds_since(&net, 0, 1, sent), [K_EAGER]);
-    let (mut b1, mut b2) = (vec![0u8; 1000], vec![0u8; 200]);
+    let small: Vec<Vec<u8>> = (0..PROBE_EVERY as u8).map(|i| data(200, i)).collect();
+    let ss: Vec<ReqId> = small
+        .iter()
+        .map(|m| net.isend(0, 1, 8, m, SendMode::Standard))
+        .collect();
+    let kinds = kinds_since(&net, 0, 1, sent);
+    let eager = kinds.iter().filter(|&&k| k == K_EAGER).count();
+    assert_eq!((kinds.len(), eager), (PROBE_EVERY as usize, 1), "{kinds:?}");
+    let mut b1 = vec![0u8; 1000];
+    let mut bs = vec![vec![0u8; 200]; small.len()];
     let r1 = net.irecv(1, 0, 7, &mut b1);
-    let r2 = net.irecv(1, 0, 8, &mut b2);
-    for r in [r1, r2] {
+    let rs: Vec<ReqId> = bs.iter_mut().map(|b| net.irecv(1, 0, 8, b)).collect();
+    for r in std::iter::once(r1).chain(rs) {
         net.done(1, r);
     }
-    for s in [s1, s2] {
+    for s in std::iter::once(s1).chain(ss) {
         net.done(0, s);
     }
-    assert_eq!((b1, b2), (big, small));
+    assert_eq!((b1, bs), (big, small));
     // Two fast copies: near, eager again.
     net.e[0].sense_peer(1, 8192, FAR_NS_PER_KIB * 8);
     net.e[0].sense_peer(1, 8192, FAR_NS_PER_KIB * 8);
@@ -2016,4 +2024,82 @@ fn a_forced_placement_ignores_what_is_sensed() {
     let sent = far.log(0, 1).len();
     transfer(&far, 128, 128, 2);
     assert_eq!(kinds_since(&far, 0, 1, sent), [K_EAGER]);
+}
+
+/// A window of eager-size sends (above the far limit) to a peer placed far goes by reads
+/// alone, each a request-to-send answered by a FIN, whether the receives come late or
+/// early: every message intact and in order (one tag), a short receive truncated without
+/// disturbing the rest, an eager message of the far limit in the window kept in its place.
+#[test]
+fn a_window_to_a_far_peer_goes_by_reads_in_order() {
+    const N: usize = 8192;
+    let settings = Settings {
+        single_copy: SingleCopy::Auto,
+        placement: Placement::Far,
+        eager_limit: N,
+        far_eager: 4096,
+        ..test_settings()
+    };
+    let (la, lb, wire) = fake::pair(N, 4096, 256);
+    let net = Net {
+        e: vec![
+            Engine::with_links(0, vec![None, Some(Box::new(la))], &settings),
+            Engine::with_links(1, vec![Some(Box::new(lb)), None], &settings),
+        ],
+        wires: HashMap::from([((0, 1), wire)]),
+    };
+    for (a, b) in [(0, 1), (1, 0)] {
+        net.e[a].set_peer_pid(b, std::process::id() as i32);
+        net.e[a].set_peer_single_copy(b);
+    }
+    // Message 5 is of the far limit (eager); message 3's receive is short.
+    let len = |i: usize| if i == 5 { 4096 } else { N - i };
+    let (short, cap) = (3, 5000);
+    for late in [true, false] {
+        let msgs: Vec<Vec<u8>> = (0..16).map(|i| data(len(i), i as u8)).collect();
+        let mut bufs: Vec<Vec<u8>> = (0..16)
+            .map(|i| vec![0xEE; if i == short { cap } else { N }])
+            .collect();
+        let (sent, answers) = (net.log(0, 1).len(), net.log(1, 0).len());
+        let mut rs = Vec::new();
+        if !late {
+            rs = bufs.iter_mut().map(|b| net.irecv(1, 0, 9, b)).collect();
+        }
+        let ss: Vec<ReqId> = msgs
+            .iter()
+            .map(|m| net.isend(0, 1, 9, m, SendMode::Standard))
+            .collect();
+        if late {
+            // Every request-to-send arrives unexpected before a receive is posted.
+            for _ in 0..10 {
+                net.step();
+            }
+            rs = bufs.iter_mut().map(|b| net.irecv(1, 0, 9, b)).collect();
+        }
+        let sts: Vec<Status> = rs.into_iter().map(|r| net.done(1, r)).collect();
+        for s in ss {
+            assert_eq!(net.done(0, s).error, None, "late {late}");
+        }
+        let kinds = kinds_since(&net, 0, 1, sent);
+        let want: Vec<u8> = (0..16)
+            .map(|i| if i == 5 { K_EAGER } else { K_RTS })
+            .collect();
+        assert_eq!(kinds, want, "a window by reads (late {late})");
+        let back = kinds_since(&net, 1, 0, answers);
+        assert_eq!(back, vec![K_FIN; 15], "read alone (late {late})");
+        for (i, (st, (b, m))) in sts.iter().zip(bufs.iter().zip(&msgs)).enumerate() {
+            let k = m.len().min(b.len());
+            assert_eq!(&b[..k], &m[..k], "message {i} (late {late})");
+            assert!(
+                b[k..].iter().all(|&x| x == 0xEE),
+                "message {i} (late {late})"
+            );
+            let err = (i == short).then_some(ErrorClass::Truncate);
+            assert_eq!(
+                (st.count_bytes, st.error),
+                (k, err),
+                "message {i} (late {late})"
+            );
+        }
+    }
 }

@@ -148,7 +148,7 @@ pub(crate) static PLACEMENT: ParamDecl = ParamDecl::new(
      timing some of our copies of eager messages into its ring; while far, one such send \
      in 32 still goes eagerly, timed, so that a return to near is seen), near \
      (never), far (always, for every peer). Only with a single copy mechanism other than \
-     none, and only for a send with no other send to that peer queued or under rendezvous",
+     none; a lone send and every send of a window alike",
 )
 .level(5);
 

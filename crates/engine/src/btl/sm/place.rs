@@ -12,11 +12,12 @@
 //! So the sender times some of its copies of eager messages of at least [`SENSE_MIN`]
 //! bytes into the link (one in [`EVERY`], every probe, below, and the next `2 * FLIP`
 //! after the belief changed to near): a copy slower than [`FAR_NS_PER_KIB`] a KiB says
-//! far, and [`FLIP`] such samples in a row change the belief. While far, a lone message above
+//! far, and [`FLIP`] such samples in a row change the belief. While far, a message above
 //! `btl_sm_far_eager_limit` and up to the eager limit goes by a rendezvous that the
-//! receiver reads alone, except one in [`PROBE_EVERY`], which still goes eagerly and is
-//! timed, so that a return to near is seen. Nothing needs the peer's cooperation: a
-//! sender that never sends eager messages of that size leaves the belief at near.
+//! receiver reads alone (a lone one or one of a window alike), except one in
+//! [`PROBE_EVERY`], which still goes eagerly and is timed, so that a return to near is
+//! seen. Nothing needs the peer's cooperation: a sender that never sends eager messages of
+//! that size leaves the belief at near.
 
 /// Eager copies of at least this many bytes are timed.
 pub const SENSE_MIN: usize = 4096;
