@@ -92,6 +92,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* oxb_probe: the placement probe, shared with the mpi4py driver */
+#include "probe_lib.c"
+
 #define WINDOW 64
 #define MAXS 1000
 
@@ -230,24 +233,15 @@ static void sync2(void) {
 static double mono(void);
 
 /* probe=1: the placement probe, a cache-line ping-pong between ranks 0 and 1
- * through a page they share outside MPI (PROBE_SAMPLES batches of PROBE_TRIPS
+ * through a page they share outside MPI (oxb_probe of probe_lib.c: batches of
  * round trips; rank 0 keeps the median batch's time per round trip). Near
  * vCPUs (SMT siblings, a shared cache) bounce a line in about 100 ns, far ones
  * in 400-600 ns: the same probe as the harness's pingpong.c, but at every
  * sample of the measurement, so that a placement change during a run shows. */
-#define PROBE_SAMPLES 7
-#define PROBE_TRIPS 100
 static int probe_on = 0;
 /* ping at word 0, pong at word 16 (128 bytes apart: separate lines), rank 1's
  * CPU at word 32 */
 static uint64_t *probe_mem;
-static uint64_t probe_seq = 0;
-
-static void spin_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 /* Ranks 0 and 1 map one shared page: rank 0 creates a POSIX shared-memory
  * object named after its pid, rank 1 opens it, rank 0 removes the name once
@@ -293,26 +287,11 @@ static void probe_setup(void) {
  * both CPUs. */
 static void probe_rtt(void) {
   if (!probe_on || (rank != 0 && rank != probe_peer)) return;
-  uint64_t *ping = probe_mem, *pong = probe_mem + 16, *cpu1 = probe_mem + 32;
-  double r[PROBE_SAMPLES];
+  uint64_t *cpu1 = probe_mem + 32;
   if (rank == probe_peer) __atomic_store_n(cpu1, (uint64_t)sched_getcpu(), __ATOMIC_RELAXED);
-  for (int s = 0; s < PROBE_SAMPLES; s++) {
-    double t0 = mono();
-    for (int i = 0; i < PROBE_TRIPS; i++) {
-      uint64_t v = ++probe_seq;
-      if (rank == 0) {
-        __atomic_store_n(ping, v, __ATOMIC_RELEASE);
-        while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != v) spin_pause();
-      } else {
-        while (__atomic_load_n(ping, __ATOMIC_ACQUIRE) != v) spin_pause();
-        __atomic_store_n(pong, v, __ATOMIC_RELEASE);
-      }
-    }
-    r[s] = (mono() - t0) / PROBE_TRIPS * 1e9;
-  }
+  double ns = oxb_probe(probe_mem, rank == 0);
   if (rank != 0 || nprobes > MAXS) return;
-  qsort(r, PROBE_SAMPLES, sizeof(double), cmp);
-  probes[nprobes++] = r[PROBE_SAMPLES / 2];
+  probes[nprobes++] = ns;
   probe_cpu[0] = sched_getcpu();
   probe_cpu[1] = (int)__atomic_load_n(cpu1, __ATOMIC_RELAXED);
 }
