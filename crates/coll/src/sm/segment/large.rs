@@ -1013,16 +1013,19 @@ impl Seg {
         // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
         let mark = |r: usize| unsafe { self.nb_word(r, k, 0) };
         if !st.folded {
-            let group: Vec<usize> = (0..p).filter(|&r| self.cpus[r] == mine).collect();
+            let ours = || (0..p).filter(|&r| self.cpus[r] == mine);
             // Our CPU's vectors only: each rank of ours posted (stamped, acquired) our
             // length, else nothing is read (another length fails every rank of this path
-            // once all have posted, below or at their own check).
-            if !group.iter().all(|&g| self.stamped(g, k)) {
+            // once all have posted, below or at their own check). Checked before the
+            // group is collected: a progress pass that finds a rank of ours not yet
+            // posted allocates nothing.
+            if !ours().all(|g| self.stamped(g, k)) {
                 return None;
             }
-            if group.iter().any(|&g| differ(g..g + 1)) {
+            if ours().any(|g| differ(g..g + 1)) {
                 return Some(false);
             }
+            let group: Vec<usize> = ours().collect();
             for b in (0..p).filter(|&b| self.cpus[b] != mine) {
                 let (r, q) = rs_provider(&self.cpus, mine, b);
                 if r != me {
