@@ -286,8 +286,9 @@ pub(crate) fn release_shared(h: c_int) -> bool {
 }
 
 /// Word 0 and words `ks` of the summary of the live derived type of handle `h`, read
-/// without the library lock as [`summary`] reads them all, for the calls answered before
-/// the entry wrapper: inline, and only the words they need (an out-of-line [`summary`]
+/// without the library lock (a seqlock read: a few tries while a writer holds the slot);
+/// `None` as for [`summary`], which reads them all through it. The calls answered before
+/// the entry wrapper read only the words they need, inline (an out-of-line [`summary`]
 /// returning the whole of it was ~60 instructions of a ~100-instruction size query).
 #[inline(always)]
 fn words<const N: usize>(h: c_int, ks: [usize; N]) -> Option<(u64, [u64; N])> {
@@ -347,35 +348,20 @@ pub(crate) fn envelope(h: c_int) -> Option<[u32; 5]> {
 /// slot busy: the caller then takes the locked path, which also reports errors.
 #[inline]
 pub(crate) fn summary(h: c_int) -> Option<Summary> {
-    let s = slot(index_of(h)?)?;
-    for _ in 0..4 {
-        let seq = s.seq.load(Ordering::Acquire);
-        if seq & 1 == 0 {
-            let w: [u64; WORDS] = std::array::from_fn(|k| s.w[k].load(Ordering::Relaxed));
-            fence(Ordering::Acquire);
-            if s.seq.load(Ordering::Relaxed) == seq {
-                // Not this handle's, or kept for `get_contents` only (freed by the user).
-                if (w[0] >> 32) as u32 != h as u32 || s.refs.load(Ordering::Relaxed) & COUNT == 0 {
-                    return None;
-                }
-                return Some(Summary {
-                    combiner: (w[0] & COMBINER_MASK) as c_int,
-                    num_integers: w[1] as u32,
-                    num_addresses: (w[1] >> 32) as u32,
-                    num_large_counts: w[2] as u32,
-                    num_datatypes: (w[2] >> 32) as u32,
-                    size: w[3],
-                    lb: w[4] as i64,
-                    ub: w[5] as i64,
-                    true_lb: w[6] as i64,
-                    true_ub: w[7] as i64,
-                    committed: w[0] & COMMITTED != 0,
-                });
-            }
-        }
-        std::hint::spin_loop();
-    }
-    None
+    let (w0, [w1, w2, size, lb, ub, true_lb, true_ub]) = words(h, [1, 2, 3, 4, 5, 6, 7])?;
+    Some(Summary {
+        combiner: (w0 & COMBINER_MASK) as c_int,
+        num_integers: w1 as u32,
+        num_addresses: (w1 >> 32) as u32,
+        num_large_counts: w2 as u32,
+        num_datatypes: (w2 >> 32) as u32,
+        size,
+        lb: lb as i64,
+        ub: ub as i64,
+        true_lb: true_lb as i64,
+        true_ub: true_ub as i64,
+        committed: w0 & COMMITTED != 0,
+    })
 }
 
 /// The derived datatypes by handle, with their summaries published for [`summary`].
