@@ -12,7 +12,7 @@ use crate::ffi::{
     MpiResult,
 };
 use crate::handles::{direct_base, kind, DATATYPE_FIRST};
-pub(crate) use crate::objects::{Block, Datatype};
+pub(crate) use crate::objects::{Block, Datatype, OneOrMany};
 use crate::state::{lock, State};
 use crate::status::{status_bytes, status_set_bytes, MpiStatus};
 use crate::type_table::summary;
@@ -203,8 +203,8 @@ impl Datatype {
             ints: vec![],
             aints: vec![],
             counts: vec![],
-            types: vec![],
-            type_objs: vec![],
+            types: OneOrMany::default(),
+            type_objs: OneOrMany::default(),
             basic,
         }
     }
@@ -232,8 +232,8 @@ impl Datatype {
             ints: vec![],
             aints: vec![],
             counts: vec![],
-            types: vec![],
-            type_objs: vec![],
+            types: OneOrMany::default(),
+            type_objs: OneOrMany::default(),
             basic: Some(handle),
         }
     }
@@ -274,8 +274,8 @@ impl Datatype {
             ints: vec![],
             aints: vec![],
             counts: vec![],
-            types: vec![],
-            type_objs: vec![],
+            types: OneOrMany::default(),
+            type_objs: OneOrMany::default(),
             basic: Some(handle),
         }
     }
@@ -386,7 +386,7 @@ fn builtin_table() -> &'static BuiltinTable {
 }
 
 /// The constituent objects a new type keeps ([`Datatype::type_objs`]).
-type Objs = Vec<Arc<Datatype>>;
+type Objs = OneOrMany<Arc<Datatype>>;
 
 impl State {
     /// The datatype of handle `h` (predefined or derived).
@@ -410,9 +410,9 @@ impl State {
     /// cost a dup or resize of a derived type ~100 instructions.
     pub fn old_type(&self, h: c_int) -> MpiResult<(&Arc<Datatype>, Objs)> {
         if let Some(t) = self.types.get(h) {
-            return Ok((t, vec![Arc::clone(t)]));
+            return Ok((t, OneOrMany::One(Arc::clone(t))));
         }
-        Ok((predefined_or_err(h)?, Vec::new()))
+        Ok((predefined_or_err(h)?, OneOrMany::default()))
     }
     /// The old types of handles `hs` of a struct constructor and what the new type keeps
     /// of them ([`Datatype::type_objs`]): all their objects if any is derived, none if all
@@ -430,9 +430,9 @@ impl State {
             });
         }
         let objs = if derived {
-            olds.iter().map(|&t| Arc::clone(t)).collect()
+            OneOrMany::Many(olds.iter().map(|&t| Arc::clone(t)).collect())
         } else {
-            Vec::new()
+            OneOrMany::default()
         };
         Ok((olds, objs))
     }
@@ -807,7 +807,7 @@ pub(crate) fn register(
     combiner: c_int,
     ints: Vec<c_int>,
     aints: Vec<isize>,
-    types: Vec<c_int>,
+    types: OneOrMany<c_int>,
     objs: Objs,
     newtype: *mut c_int,
 ) -> MpiResult {
@@ -934,7 +934,7 @@ impl Envelope {
         st: &mut State,
         mut t: Datatype,
         combiner: c_int,
-        (types, objs): (Vec<c_int>, Objs),
+        (types, objs): (OneOrMany<c_int>, Objs),
         newtype: *mut c_int,
     ) -> MpiResult {
         t.counts = self.counts;
@@ -950,7 +950,7 @@ mpi_fn_c! {
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
         let t = build([(0, n, old)]);
-        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -965,7 +965,7 @@ mpi_fn_c! {
         let old: &Datatype = old;
         let ext = old.extent();
         let t = build((0..n).map(|i| (i as isize * stride as isize * ext, bl, old)));
-        Envelope::fixed::<Count, 3, 0>([count.into(), blocklength.into(), stride], []).register(&mut st, t, MPI_COMBINER_VECTOR, (vec![oldtype], objs), newtype)
+        Envelope::fixed::<Count, 3, 0>([count.into(), blocklength.into(), stride], []).register(&mut st, t, MPI_COMBINER_VECTOR, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -979,7 +979,7 @@ mpi_fn_c! {
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
         let t = build((0..n).map(|i| (i as isize * stride, bl, old)));
-        Envelope::fixed::<Count, 2, 1>([count.into(), blocklength.into()], [stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, (vec![oldtype], objs), newtype)
+        Envelope::fixed::<Count, 2, 1>([count.into(), blocklength.into()], [stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -997,7 +997,7 @@ mpi_fn_c! {
             e.push((i64::from(d[i]) as isize * old.extent(), check_count(bl[i])?, old));
         }
         let t = build(e.iter().copied());
-        Envelope::new::<Count>().reserve(1 + 2 * n, 0).count([count.into()]).count(bl.iter().map(|&c| c.into())).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().reserve(1 + 2 * n, 0).count([count.into()]).count(bl.iter().map(|&c| c.into())).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1015,7 +1015,7 @@ mpi_fn_c! {
             e.push((d[i], check_count(bl[i])?, old));
         }
         let t = build(e.iter().copied());
-        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1030,7 +1030,7 @@ mpi_fn_c! {
         let old: &Datatype = old;
         let ext = old.extent();
         let t = build(d.iter().map(|&x| (i64::from(x) as isize * ext, bl, old)));
-        Envelope::new::<Count>().reserve(2 + n, 0).count([count.into(), blocklength.into()]).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().reserve(2 + n, 0).count([count.into(), blocklength.into()]).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1044,7 +1044,7 @@ mpi_fn_c! {
         let (old, objs) = st.old_type(oldtype)?;
         let old: &Datatype = old;
         let t = build(d.iter().map(|&x| (x, bl, old)));
-        Envelope::new::<Count>().reserve(2, n).count([count.into(), blocklength.into()]).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().reserve(2, n).count([count.into(), blocklength.into()]).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1063,7 +1063,7 @@ mpi_fn_c! {
         }
         let mut t = build(e.iter().copied());
         pad_struct(&mut t, &e);
-        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_STRUCT, (ty, objs), newtype)
+        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_STRUCT, (ty.into(), objs), newtype)
     }
 }
 
@@ -1076,7 +1076,7 @@ mpi_fn_c! {
         let mut t = old.layout_copy();
         t.lb = lb;
         t.ub = lb + extent;
-        Envelope::fixed::<Count, 0, 2>([], [lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, (vec![oldtype], objs), newtype)
+        Envelope::fixed::<Count, 0, 2>([], [lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1132,7 +1132,7 @@ mpi_fn_c! {
         let mut t = build(entries.iter().copied());
         t.lb = 0;
         t.ub = dim[0].0 * at(sz, 0) as isize * ext;
-        Envelope::new::<Count>().reserve_with_ints(2, 3 * nd, 0).int([ndims]).count(sz.iter().map(|&c| c.into())).count(sub.iter().map(|&c| c.into())).count(stt.iter().map(|&c| c.into())).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().reserve_with_ints(2, 3 * nd, 0).int([ndims]).count(sz.iter().map(|&c| c.into())).count(sub.iter().map(|&c| c.into())).count(stt.iter().map(|&c| c.into())).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1243,7 +1243,7 @@ mpi_fn_c! {
         let mut t = build(entries.iter().copied());
         t.lb = 0;
         t.ub = gs.iter().map(|&x| x as isize).product::<isize>() * ext;
-        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, (vec![oldtype], objs), newtype)
+        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, (OneOrMany::One(oldtype), objs), newtype)
     }
 }
 
@@ -1256,7 +1256,7 @@ mpi_fn! {
         let mut t = old.layout_copy();
         t.name = old.name.clone();
         t.committed = old.committed;
-        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], objs, newtype)?;
+        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], OneOrMany::One(oldtype), objs, newtype)?;
         // Attributes to copy through their callbacks (without the lock): only if the old
         // type has any.
         let copy = st.type_attrs.contains_key(&oldtype);
@@ -1684,13 +1684,15 @@ fn null_out(what: &str) -> MpiResult {
 /// looked up (no second lookup); one that keeps no constituent objects has only
 /// predefined ones (see [`register`]).
 fn contents_types(st: &State, t: &Datatype, datatypes: *mut c_int) -> MpiResult<bool> {
-    let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
-    if t.type_objs.is_empty() {
-        dts.copy_from_slice(&t.types);
+    // The lists as slices once (each view of a `OneOrMany` is a branch).
+    let (types, objs): (&[c_int], &[Arc<Datatype>]) = (&t.types, &t.type_objs);
+    let dts = slice_out(datatypes, types.len(), "array_of_datatypes")?;
+    if objs.is_empty() {
+        dts.copy_from_slice(types);
         return Ok(false);
     }
     let mut gone = false;
-    for ((o, &c), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
+    for ((o, &c), d) in dts.iter_mut().zip(types).zip(objs) {
         *o = if !is_table_handle(c) || st.types.add_ref_to(c, d) {
             c
         } else {
@@ -2075,15 +2077,24 @@ mod tests {
             let vo = st.dtype_ref(v).unwrap();
             for &m in &made {
                 let t = st.dtype_ref(m).unwrap();
-                assert_eq!(t.types, [v]);
+                assert_eq!(*t.types, [v]);
                 assert_eq!(t.type_objs.len(), 1, "combiner {}", t.combiner);
+                // One old type: its handle and object are kept inline (no `Vec`).
+                assert!(
+                    matches!(
+                        (&t.types, &t.type_objs),
+                        (OneOrMany::One(_), OneOrMany::One(_))
+                    ),
+                    "combiner {}",
+                    t.combiner
+                );
                 assert!(Arc::ptr_eq(&t.type_objs[0], vo), "combiner {}", t.combiner);
             }
             let r = st.dtype_ref(made[1]).unwrap();
             assert_eq!((r.lb, r.ub, r.size), (-4, 36, 8));
             assert_eq!(r.aints, [-4, 40]);
             let pt = st.dtype_ref(p).unwrap();
-            assert!(pt.type_objs.is_empty() && pt.types == [MPI_INT]);
+            assert!(pt.type_objs.is_empty() && *pt.types == [MPI_INT]);
             let stt = st.dtype_ref(s).unwrap();
             assert_eq!(stt.type_objs.len(), 2);
             assert!(Arc::ptr_eq(&stt.type_objs[0], &b(MPI_INT)));
@@ -3162,7 +3173,7 @@ mod summaries {
         t.true_ub = ub - 1;
         t.combiner = MPI_COMBINER_CONTIGUOUS;
         t.ints = vec![7; ints];
-        t.types = vec![MPI_INT];
+        t.types = OneOrMany::One(MPI_INT);
         t.into()
     }
 

@@ -50,7 +50,16 @@ fn f90_type(combiner: c_int, ints: Vec<c_int>, base: c_int, newtype: *mut c_int)
     t.predefined = false;
     t.committed = true;
     let mut h = 0;
-    register(&mut st, t, combiner, ints, vec![], vec![], vec![], &mut h)?;
+    register(
+        &mut st,
+        t,
+        combiner,
+        ints,
+        vec![],
+        Default::default(),
+        Default::default(),
+        &mut h,
+    )?;
     cache.insert(key, h);
     out(newtype, h, "newtype")
 }

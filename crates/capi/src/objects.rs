@@ -225,12 +225,54 @@ pub(crate) struct Datatype {
     /// The large counts of a type made by a large-count `_c` constructor (its counts and
     /// displacements, MPI 4.1 §5.1.13); empty for the other types.
     pub counts: Vec<i64>,
-    pub types: Vec<c_int>,
+    pub types: OneOrMany<c_int>,
     /// The constituent datatypes (kept alive even if their handles are freed); empty when
     /// every constituent is predefined (`Datatype::constituent` finds those by handle).
-    pub type_objs: Vec<Arc<Datatype>>,
+    pub type_objs: OneOrMany<Arc<Datatype>>,
     /// The predefined type all basic elements have, if there is exactly one (reductions).
     pub basic: Option<c_int>,
+}
+
+/// A list that holds a single element inline: a datatype's constituents, one for every
+/// constructor but the struct (`MPI_Type_dup`, `MPI_Type_create_resized`, vector, ...),
+/// so those allocate no `Vec` for the handle and the object they keep.
+#[derive(Clone, Debug)]
+pub(crate) enum OneOrMany<T> {
+    /// Exactly one element.
+    One(T),
+    /// Any number (none for the predefined types and the constituents kept of none).
+    Many(Vec<T>),
+}
+
+impl<T> Default for OneOrMany<T> {
+    fn default() -> Self {
+        OneOrMany::Many(Vec::new())
+    }
+}
+
+impl<T> From<Vec<T>> for OneOrMany<T> {
+    fn from(v: Vec<T>) -> Self {
+        OneOrMany::Many(v)
+    }
+}
+
+impl<T> std::ops::Deref for OneOrMany<T> {
+    type Target = [T];
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match self {
+            OneOrMany::One(x) => std::slice::from_ref(x),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a OneOrMany<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 /// Where received data goes when the user buffer is not contiguous.
