@@ -59,6 +59,17 @@
  *            RTT below/above about 200 ns) was not taken in one placement
  *   probe_peer= R: the rank that probes with rank 0 (default 1; an
  *            oversubscribed block placement puts rank 1 on rank 0's CPU)
+ *   copyprobe= BYTES (with probe=1): after each placement probe, rank 0 and
+ *            the probe peer also time copies of BYTES (e.g. 1048576) across
+ *            their two CPUs, outside MPI: the RESULT line then has
+ *            copy=XR/XV/DUO/LOC/LOC2;... (GB/s, one group per probe): XR
+ *            rank 0 memcpy()s lines the peer has just written (a shared
+ *            mapping), XV the same by process_vm_readv() from the peer's
+ *            memory, DUO both read the other's just-written buffer by
+ *            process_vm_readv() at once (rank 0's rate), LOC rank 0 copies a
+ *            buffer of its own (in its cache) while the peer waits, LOC2 both
+ *            copy their own at once (rank 0's rate): the copy rates of the
+ *            placement the probe saw (-1: a copy failed)
  *   method=  osu (default): a barrier between timed iterations, each timed on
  *            its own, as the standard suites (OSU) do; b2b: back-to-back calls
  *            timed as one block (this harness's method before)
@@ -73,8 +84,10 @@
  *   BIND rank=R cpus=LIST
  *   RESULT test=T np=P size=S iters=N samples=K median=X min=X max=X mean=X unit=U values=X;X;...
  *          [probe=NS;NS;... probe_cpus=C0,CP probe_ranks=0,P]   (probe=1)
+ *          [copy=XR/XV/DUO/LOC/LOC2;...]   (copyprobe=BYTES)
  *   OVERLAP test=iT np=P size=S pure=US compute=US total=US overlap=PCT   (nonblocking tests)
- *   RSS prog=oxbench rank=R kb=K
+ *   RSS prog=oxbench rank=R kb=K vcs=V ivcs=I cpu_ms=C   (getrusage of the whole run:
+ *          peak RSS, voluntary and involuntary context switches, user + system CPU time)
  * Latency-like tests report microseconds per operation (ping-pong: one way,
  * half the round trip); bw/bibw report MB/s (1e6 bytes per second). For
  * collectives each sample is the slowest rank's time (max over ranks).
@@ -89,6 +102,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,12 +153,16 @@ static void print_binding(void) {
  * probe_rtt), reported with its RESULT line. */
 static double probes[MAXS + 1];
 static int nprobes = 0, probe_cpu[2] = {-1, -1};
+/* copyprobe=: the copy rates of each probe (GB/s; see copy_probe) */
+#define NCOPY 5
+static double copies[MAXS + 1][NCOPY];
+static int ncopies = 0;
 static int probe_peer = 1; /* probe_peer=: the rank that probes with rank 0 */
 
 static double report(const char *test, size_t size, int n, double *v, int S, const char *unit) {
   /* the whole line is formatted first and written at once: some launchers
    * forward partial writes, which would interleave with other ranks' output */
-  static char line[64 + 16 * MAXS + 12 * (MAXS + 1) + 256];
+  static char line[64 + 16 * MAXS + 12 * (MAXS + 1) + 48 * (MAXS + 1) + 256];
   double sum = 0, sorted[MAXS];
   for (int i = 0; i < S; i++) sum += v[i], sorted[i] = v[i];
   qsort(sorted, S, sizeof(double), cmp);
@@ -159,7 +177,11 @@ static double report(const char *test, size_t size, int n, double *v, int S, con
   if (nprobes > 0)
     k += snprintf(line + k, sizeof line - k, " probe_cpus=%d,%d probe_ranks=0,%d", probe_cpu[0],
                   probe_cpu[1], probe_peer);
+  for (int i = 0; i < ncopies && k < (int)sizeof line - 96; i++)
+    k += snprintf(line + k, sizeof line - k, "%s%.2f/%.2f/%.2f/%.2f/%.2f", i ? ";" : " copy=", copies[i][0],
+                  copies[i][1], copies[i][2], copies[i][3], copies[i][4]);
   nprobes = 0;
+  ncopies = 0;
   snprintf(line + k, sizeof line - k, "\n");
   fputs(line, stdout);
   fflush(stdout);
@@ -231,6 +253,7 @@ static void sync2(void) {
 }
 
 static double mono(void);
+static void copy_sync(void);
 
 /* probe=1: the placement probe, a cache-line ping-pong between ranks 0 and 1
  * through a page they share outside MPI (oxb_probe of probe_lib.c: batches of
@@ -240,8 +263,12 @@ static double mono(void);
  * sample of the measurement, so that a placement change during a run shows. */
 static int probe_on = 0;
 /* ping at word 0, pong at word 16 (128 bytes apart: separate lines), rank 1's
- * CPU at word 32 */
+ * CPU at word 32; copyprobe=: the two sides' sync counters at words 48 and 64,
+ * pids and buffer addresses at 80/88 (peer) and 96/104 (rank 0), the shared
+ * copy buffer after the first page */
 static uint64_t *probe_mem;
+static size_t copy_bytes = 0;    /* copyprobe=BYTES */
+static char *copy_src, *copy_dst; /* private buffers of the copy probe */
 
 /* Ranks 0 and 1 map one shared page: rank 0 creates a POSIX shared-memory
  * object named after its pid, rank 1 opens it, rank 0 removes the name once
@@ -260,7 +287,7 @@ static void probe_setup(void) {
   if (rank == 0) {
     snprintf(name, sizeof name, "/oxbench-probe-%d", msg[0]);
     fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    msg[1] = fd >= 0 && ftruncate(fd, 4096) == 0;
+    msg[1] = fd >= 0 && ftruncate(fd, 4096 + copy_bytes) == 0;
     MPI_Send(msg, 2, MPI_INT, pp, 94, MPI_COMM_WORLD);
     MPI_Recv(&ok, 1, MPI_INT, pp, 94, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (fd >= 0) shm_unlink(name);
@@ -269,7 +296,7 @@ static void probe_setup(void) {
     snprintf(name, sizeof name, "/oxbench-probe-%d", msg[0]);
     if (msg[1]) fd = shm_open(name, O_RDWR, 0600);
   }
-  void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  void *m = fd >= 0 ? mmap(NULL, 4096 + copy_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   if (fd >= 0) close(fd);
   int mine = m != MAP_FAILED;
   if (rank == pp) {
@@ -278,8 +305,81 @@ static void probe_setup(void) {
   }
   probe_on = ok && mine;
   if (probe_on) probe_mem = m;
-  else if (mine) munmap(m, 4096);
+  else if (mine) munmap(m, 4096 + copy_bytes);
   if (!probe_on && rank == 0) fprintf(stderr, "oxbench: probe=1: no shared page, no placement probe\n");
+  if (probe_on && copy_bytes) {
+    copy_src = aligned_alloc(4096, copy_bytes);
+    copy_dst = aligned_alloc(4096, copy_bytes);
+    if (!copy_src || !copy_dst) MPI_Abort(MPI_COMM_WORLD, 3);
+    memset(copy_src, 1, copy_bytes);
+    memset(copy_dst, 1, copy_bytes);
+    uint64_t *me = probe_mem + (rank == 0 ? 96 : 80);
+    me[0] = (uint64_t)getpid();
+    me[1] = (uint64_t)(uintptr_t)copy_src;
+    copy_sync(); /* both published */
+  }
+}
+
+/* copyprobe=: rank 0 and the probe peer meet (spinning: they run on different
+ * CPUs), each bumping its own counter and waiting for the other's. */
+static void copy_sync(void) {
+  uint64_t *mine = probe_mem + (rank == 0 ? 48 : 64), *theirs = probe_mem + (rank == 0 ? 64 : 48);
+  uint64_t v = __atomic_load_n(mine, __ATOMIC_RELAXED) + 1;
+  __atomic_store_n(mine, v, __ATOMIC_RELEASE);
+  while (__atomic_load_n(theirs, __ATOMIC_ACQUIRE) < v) oxb_probe_pause();
+}
+
+/* process_vm_readv of copy_bytes from the other side's copy_src into copy_dst;
+ * returns GB/s (bytes per ns), -1 on failure. */
+static double copy_readv(void) {
+  uint64_t *other = probe_mem + (rank == 0 ? 80 : 96);
+  struct iovec l = {copy_dst, copy_bytes}, r = {(void *)(uintptr_t)other[1], copy_bytes};
+  double t = mono();
+  ssize_t n = process_vm_readv((pid_t)other[0], &l, 1, &r, 1, 0);
+  t = mono() - t;
+  return n == (ssize_t)copy_bytes ? copy_bytes / t * 1e-9 : -1;
+}
+
+/* copyprobe=: the copy rates of this placement (see the header's copy=);
+ * rank 0 and the probe peer together, right after the cache-line probe. */
+static void copy_probe(void) {
+  static int val = 1;
+  int lead = rank == 0;
+  double r[NCOPY] = {0}, t;
+  char *shared = (char *)probe_mem + 4096;
+  val = val % 250 + 2;
+  if (!lead) memset(shared, val, copy_bytes); /* XR: lines the peer wrote */
+  copy_sync();
+  if (lead) {
+    t = mono();
+    memcpy(copy_dst, shared, copy_bytes);
+    r[0] = copy_bytes / (mono() - t) * 1e-9;
+  }
+  copy_sync();
+  if (!lead) memset(copy_src, val, copy_bytes); /* XV: the same by CMA */
+  copy_sync();
+  if (lead) r[1] = copy_readv();
+  copy_sync();
+  memset(copy_src, val + 1, copy_bytes); /* DUO: both read at once */
+  copy_sync();
+  double duo = copy_readv();
+  if (lead) r[2] = duo;
+  copy_sync();
+  if (lead) { /* LOC: our own cached buffer, the peer waiting */
+    memcpy(copy_dst, copy_src, copy_bytes);
+    t = mono();
+    memcpy(copy_dst, copy_src, copy_bytes);
+    r[3] = copy_bytes / (mono() - t) * 1e-9;
+  }
+  copy_sync();
+  memcpy(copy_dst, copy_src, copy_bytes); /* LOC2: both at once */
+  copy_sync();
+  t = mono();
+  memcpy(copy_dst, copy_src, copy_bytes);
+  t = mono() - t;
+  if (lead) r[4] = copy_bytes / t * 1e-9;
+  copy_sync();
+  if (lead && ncopies <= MAXS) memcpy(copies[ncopies++], r, sizeof r);
 }
 
 /* One probe (rank 0 and the probe peer together, in the same place of the
@@ -290,6 +390,7 @@ static void probe_rtt(void) {
   uint64_t *cpu1 = probe_mem + 32;
   if (rank == probe_peer) __atomic_store_n(cpu1, (uint64_t)sched_getcpu(), __ATOMIC_RELAXED);
   double ns = oxb_probe(probe_mem, rank == 0);
+  if (copy_bytes) copy_probe();
   if (rank != 0 || nprobes > MAXS) return;
   probes[nprobes++] = ns;
   probe_cpu[0] = sched_getcpu();
@@ -718,7 +819,7 @@ static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
             "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [fill=0|1] [dtype=T] [op=O] [inplace=0|1] "
-            "[mpit=0|1] [probe=0|1] [probe_peer=R] [method=osu|b2b] [clock=rank|span] [ranks=max|avg] SIZE...\n",
+            "[mpit=0|1] [probe=0|1] [probe_peer=R] [copyprobe=BYTES] [method=osu|b2b] [clock=rank|span] [ranks=max|avg] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
@@ -803,6 +904,7 @@ int main(int argc, char **argv) {
     else if (!strncmp(argv[a], "mpit=", 5)) mpit = atoi(v) != 0;
     else if (!strncmp(argv[a], "probe=", 6)) probe_on = atoi(v) != 0;
     else if (!strncmp(argv[a], "probe_peer=", 11)) probe_peer = atoi(v);
+    else if (!strncmp(argv[a], "copyprobe=", 10)) copy_bytes = strtoull(v, 0, 0);
     else if (!strncmp(argv[a], "method=", 7)) {
       if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
       b2b = !strcmp(v, "b2b");
@@ -856,7 +958,9 @@ int main(int argc, char **argv) {
   struct rusage ru;
   char out[256];
   getrusage(RUSAGE_SELF, &ru);
-  snprintf(out, sizeof out, "RSS prog=oxbench rank=%d kb=%ld\n", rank, ru.ru_maxrss);
+  snprintf(out, sizeof out, "RSS prog=oxbench rank=%d kb=%ld vcs=%ld ivcs=%ld cpu_ms=%.1f\n", rank, ru.ru_maxrss,
+           ru.ru_nvcsw, ru.ru_nivcsw,
+           (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3);
   print_from_all(out);
   mpit_stop();
   free(tests);
