@@ -342,7 +342,7 @@ mpi_fn_c! {
             alg::check_buf(sendbuf, &dt, n, comm)?;
         }
         let mut unpack = Vec::new();
-        if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), (SmKind::Allreduce, Reduction::Allreduce)) {
+        if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), (SmKind::Allreduce, Reduction::Allreduce), false) {
             let src = if in_place { recvbuf } else { sendbuf.cast_mut() };
             // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room
             // for them until completion.
@@ -381,7 +381,7 @@ mpi_fn_c! {
             alg::check_buf(recvbuf, &dt, n, comm)?;
         }
         let r0 = root as usize;
-        if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), (SmKind::Reduce { root: r0 }, Reduction::Reduce { root: r0 })) {
+        if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), (SmKind::Reduce { root: r0 }, Reduction::Reduce { root: r0 }), false) {
             let mut unpack = Vec::new();
             // SAFETY: MPI contract: the contribution holds `n` items and recvbuf (root)
             // has room for them until completion.
@@ -1160,7 +1160,8 @@ fn ireduce_scatter(
     let dt = dtype(datatype, comm)?;
     let o = owned_op(&dt, datatype, op, comm)?;
     let total: usize = counts.iter().sum();
-    let contrib = if alg::is_in_place(sendbuf) {
+    let in_place = alg::is_in_place(sendbuf);
+    let contrib = if in_place {
         recvbuf.cast_const()
     } else {
         sendbuf
@@ -1194,7 +1195,9 @@ fn ireduce_scatter(
         counts: bytes.clone(),
         mark,
     };
-    if let Some(shared) = reduction_seg(&a, total.saturating_mul(dt.size), (small, red)) {
+    // In place (on every rank: MPI's rule), vectors of up to 8 KiB on two ranks go by
+    // message rather than by the cross-memory pair (`existing_pair`).
+    if let Some(shared) = reduction_seg(&a, total.saturating_mul(dt.size), (small, red), in_place) {
         let mut unpack = Vec::new();
         // SAFETY: MPI contract: the contribution holds `total` items and recvbuf has room
         // for ours until completion.
@@ -1267,7 +1270,7 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
     let mut unpack = Vec::new();
     let store = !(exclusive && rank == 0);
     let kinds = (SmKind::Scan { exclusive }, Reduction::Scan { exclusive });
-    if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), kinds) {
+    if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), kinds, false) {
         // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room for
         // them until completion.
         let io = unsafe {

@@ -453,14 +453,16 @@ pub(crate) fn rooted_seg(
 /// segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]; a reduce-scatter
 /// of equal blocks, [`oxmpi_coll::sm::Reduction::ReduceScatterBlock`], also when its
 /// vector is larger, in phases: [`oxmpi_coll::sm::existing_large_phased`]); every rank
-/// decides alike.
+/// decides alike. `in_place`: a reduce-scatter in place (on every rank), whose smaller
+/// vectors do not take the pair ([`oxmpi_coll::sm::existing_pair`]); false for the others.
 pub(crate) fn reduction_seg(
     a: &oxmpi_coll::CollComm,
     bytes: usize,
     (small, red): (oxmpi_coll::sm::SmKind, oxmpi_coll::sm::Reduction),
+    in_place: bool,
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
     seg_or_else(a, (bytes, small), || {
-        if let Some(seg) = oxmpi_coll::sm::existing_pair(a, bytes, red) {
+        if let Some(seg) = oxmpi_coll::sm::existing_pair(a, bytes, red, in_place) {
             return Some((seg, oxmpi_coll::sm::SmKind::Pair { red }));
         }
         if let Some(seg) = oxmpi_coll::sm::existing_large(a, bytes) {

@@ -17,6 +17,10 @@
  *   outstanding: every block where it belongs, the igatherv's gaps untouched; on 2 ranks
  *   the igathers up to 64 KiB run on the segment (by one cross-memory copy), larger ones
  *   not.
+ * - Ireduce_scatter_block and ireduce_scatter of vectors from just above one buffer to
+ *   64 KiB, in place and not: values against a local reference; on 2 ranks those in
+ *   place of at most 8 KiB go by message (counted by the pairwise schedule's counter),
+ *   the others by cross-memory copies.
  * - Ordering: 20 outstanding collectives (more than the segment's 8 buffers per rank)
  *   mixed with blocking ones, completed in reverse order; and each collective posted by
  *   rank 0 only after every other rank has completed its own part where that is possible,
@@ -530,6 +534,86 @@ static void check_pair_scatters(int round, bool on) {
             free(cnt);
             free(dsp);
         }
+    }
+}
+
+/* ---- reduce-scatters of vectors larger than a buffer ---- */
+
+static MPI_T_pvar_handle pv_pairwise;
+static unsigned long long pairwise_calls(void) {
+    unsigned long long v = 0;
+    CHECK_RC(MPI_T_pvar_read(pv_ses, pv_pairwise, &v));
+    return v;
+}
+static int rsval(int r, long k, int round) { return r * 7 + (int)(k % 13) + round; }
+
+/* Ireduce_scatter_block and Ireduce_scatter (blocks n + 1 and n - 1 items on ranks 0 and
+ * size - 1) of MPI_INT sums whose vectors lie above one buffer, in place and not, both
+ * outstanding at once and completed in reverse order: each rank's block is the sum of
+ * every rank's contribution to it; out of place the bytes after the block are untouched.
+ * With coll_sm_nonblocking on, on 2 ranks, a vector goes by the cross-memory pair unless
+ * the call is in place and the vector has at most 8 KiB (the lines the peer would read
+ * were just written by the other core): then by message, and the pairwise schedule counts
+ * it (coll_nbc_reduce_scatter_pairwise_calls). */
+static void check_pair_reduce_scatters(int round, bool on) {
+    /* items per block: vectors of 4104 B, 8 KiB, 8 KiB + 8 B, 16 KiB, about 64 KiB (not
+     * a multiple of a page or a line) at np=2 */
+    int items[] = {513, 1024, 1025, 2048, 8191};
+    for (int c = 0; c < 5; c++) {
+        int n = items[c];
+        long total = (long)n * size;
+        int *cnt = malloc(size * sizeof(int));
+        for (int j = 0; j < size; j++) cnt[j] = n;
+        if (size > 1) { cnt[0] = n + 1; cnt[size - 1] = n - 1; }
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int *s1 = malloc(total * sizeof(int)), *s2 = malloc(total * sizeof(int));
+            int *r1 = malloc((total + 1) * sizeof(int)), *r2 = malloc((total + 1) * sizeof(int));
+            for (long k = 0; k < total; k++) s1[k] = s2[k] = rsval(rank, k, round);
+            for (long k = 0; k <= total; k++) r1[k] = r2[k] = -5;
+            if (inplace) {
+                memcpy(r1, s1, total * sizeof(int));
+                memcpy(r2, s2, total * sizeof(int));
+            }
+            unsigned long long before = pairwise_calls();
+            MPI_Request rq[2];
+            CHECK_RC(MPI_Ireduce_scatter_block(inplace ? MPI_IN_PLACE : s1, r1, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[0]));
+            unsigned long long after = pairwise_calls();
+            CHECK_RC(MPI_Ireduce_scatter(inplace ? MPI_IN_PLACE : s2, r2, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[1]));
+            unsigned long long after2 = pairwise_calls();
+            if (on && size == 2) {
+                int by_msg = inplace && total * (long)sizeof(int) <= (8 << 10);
+                if (after != before + by_msg || after2 != after + by_msg)
+                    fprintf(stderr, "rank %d: %d items per block, in place %d: %llu and %llu pairwise schedules, want %d\n",
+                            rank, n, inplace, after - before, after2 - after, by_msg);
+                CHECK(after == before + by_msg);
+                CHECK(after2 == after + by_msg);
+            }
+            CHECK_RC(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+            long at2 = 0;
+            for (int j = 0; j < rank; j++) at2 += cnt[j];
+            int bad = 0;
+            for (long k = 0; k < n; k++) {
+                int want = 0;
+                for (int j = 0; j < size; j++) want += rsval(j, (long)rank * n + k, round);
+                bad += r1[k] != want;
+            }
+            for (long k = 0; k < cnt[rank]; k++) {
+                int want = 0;
+                for (int j = 0; j < size; j++) want += rsval(j, at2 + k, round);
+                bad += r2[k] != want;
+            }
+            if (!inplace) bad += r1[n] != -5 || r2[cnt[rank]] != -5;
+            if (bad)
+                fprintf(stderr, "rank %d: ireduce_scatter(_block) of %d items per block, in place %d: %d wrong items\n",
+                        rank, n, inplace, bad);
+            CHECK(bad == 0);
+            free(s1);
+            free(s2);
+            free(r1);
+            free(r2);
+        }
+        free(cnt);
     }
 }
 
@@ -1106,6 +1190,8 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_T_pvar_read(ses, h, &calls0));
     pv_ses = ses;
     pv_calls = h;
+    CHECK_RC(MPI_T_pvar_get_index("coll_nbc_reduce_scatter_pairwise_calls", MPI_T_PVAR_CLASS_COUNTER, &idx));
+    CHECK_RC(MPI_T_pvar_handle_alloc(ses, idx, NULL, &pv_pairwise, &cnt));
     /* A blocking collective first: it makes the communicator's segment. */
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     for (int round = 0; round < rounds; round++) {
@@ -1113,6 +1199,7 @@ int main(int argc, char **argv) {
         check_moves(round);
         check_pair_gathers(round, nb != 0);
         check_pair_scatters(round, nb != 0);
+        check_pair_reduce_scatters(round, nb != 0);
         check_ordering(round);
         check_alltoallv(round);
         check_mixed(round);
@@ -1123,6 +1210,7 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_T_pvar_read(ses, h, &calls));
     calls -= calls0;
     CHECK_RC(MPI_T_pvar_handle_free(ses, &h));
+    CHECK_RC(MPI_T_pvar_handle_free(ses, &pv_pairwise));
     CHECK_RC(MPI_T_pvar_session_free(&ses));
     unsigned long long all = 0;
     CHECK_RC(MPI_Reduce(&calls, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));

@@ -106,9 +106,9 @@ pub(crate) use segment::lengths_error;
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
     Bcast, Given, Reduction, Seg, Side, VBlock, AHEAD_MIN, ALLGATHER_PAIR, ALLREDUCE_PAIR,
-    BCAST_BIG_MIN, BIG_MAX, CAP, DATA, GATHER_PAIR, LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF,
-    PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN, REMOTE_SPIN,
-    RING_CELLS, RS_PHASED_MAX, V_MAX,
+    BCAST_BIG_MIN, BIG_MAX, CAP, DATA, GATHER_PAIR, IREDUCE_SCATTER_PAIR_WRITTEN, LANE_MAX, NBUF,
+    NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
+    REDUCE_SCATTER_PAIR_WRITTEN, REMOTE_SPIN, RING_CELLS, RS_PHASED_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};
@@ -270,16 +270,31 @@ pub fn phased_fits(a: &CollComm, bytes: usize) -> bool {
 /// of [`ALLREDUCE_PAIR`], a reduce-scatter in [`REDUCE_SCATTER_PAIR`], an inclusive scan,
 /// a reduce to rank 1, up to [`PULL_MAX`]; not an exclusive scan). Every rank gets the same
 /// answer.
-pub fn existing_pair(a: &CollComm, bytes: usize, red: Reduction) -> Option<Arc<Seg>> {
-    let max = match red {
-        Reduction::Reduce { .. } | Reduction::Scan { exclusive: false } => PULL_MAX,
-        Reduction::Allreduce => *ALLREDUCE_PAIR.end(),
-        Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } => {
-            *REDUCE_SCATTER_PAIR.end()
+///
+/// `in_place`: the call is in place on every rank (MPI makes it alike for a
+/// reduce-scatter); only a reduce-scatter looks at it. In place, its contribution is the
+/// result of its previous call, just written by its rank, and the other rank's reads take
+/// every line from the other core's cache: as for the blocking form
+/// (`base::select::reduce_scatter_direct`, [`REDUCE_SCATTER_PAIR_WRITTEN`]), smaller
+/// vectors go by message, here those up to 8 KiB ([`IREDUCE_SCATTER_PAIR_WRITTEN`]).
+pub fn existing_pair(
+    a: &CollComm,
+    bytes: usize,
+    red: Reduction,
+    in_place: bool,
+) -> Option<Arc<Seg>> {
+    let range = match red {
+        Reduction::Reduce { .. } | Reduction::Scan { exclusive: false } => DATA + 1..=PULL_MAX,
+        Reduction::Allreduce => DATA + 1..=*ALLREDUCE_PAIR.end(),
+        Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } if in_place => {
+            IREDUCE_SCATTER_PAIR_WRITTEN
         }
-        Reduction::Scan { exclusive: true } => 0,
+        Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } => {
+            REDUCE_SCATTER_PAIR
+        }
+        Reduction::Scan { exclusive: true } => return None,
     };
-    if a.size != 2 || bytes <= DATA || bytes > max {
+    if a.size != 2 || !range.contains(&bytes) {
         return None;
     }
     existing(a).filter(|s| s.cma_known())

@@ -23,7 +23,9 @@ pub(in crate::sm) use cma::{chunk_for, copy_own, trade};
 pub(crate) use large::{Large, BCAST_LARGE_TAG};
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
-pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN};
+pub use pull_all::{
+    ALLREDUCE_PAIR, IREDUCE_SCATTER_PAIR_WRITTEN, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN,
+};
 pub(crate) use pull_nb::Pair;
 pub use rooted::{Given, Side, GATHER_PAIR};
 
