@@ -576,7 +576,8 @@ impl State {
                     SingleCopy::Coop if coop_ok => Mech::Coop,
                     SingleCopy::Auto if both_ways => {
                         let now = self.now_ns();
-                        if self.peers[p].choose_two_way(p, n, now) == Mech::Coop
+                        let far = self.far_to(peer);
+                        if self.peers[p].choose_two_way(p, n, now, far) == Mech::Coop
                             && self.pull(rid, peer, sreq, buf, addr, n)
                         {
                             oxmpi_base::verbose!(
