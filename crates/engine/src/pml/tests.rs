@@ -1722,8 +1722,8 @@ fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
                 }
             }
             let mut open: Vec<(usize, ReqId)> = Vec::new();
-            for r in 0..2 {
-                for m in &sent[r] {
+            for (r, ms) in sent.iter().enumerate() {
+                for m in ms {
                     open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
                 }
             }

@@ -102,8 +102,8 @@ impl Sample {
     }
 }
 
-/// Below this rate (bytes per nanosecond: GB/s) of a stream's pipelined messages, as the
-/// receiver measures them ([`Sample::timed`]), the two CPUs are far apart ([`NearPipe`]).
+/// Below this rate (bytes per nanosecond: GB/s) of a stream's pipelined periods (bytes
+/// received over the period's time), the two CPUs are far apart ([`NearPipe`]).
 /// bibw with the pipeline on both sides (`btl_sm_single_copy=none`, session 49's report,
 /// 16 KiB-4 MiB) moved 27-38 GB/s in all near (about 14-19 per direction) and 2.4-4.0
 /// far (1.2-2.0 per direction).
