@@ -346,6 +346,17 @@ impl State {
         self.placement == Placement::Far || self.peers[dest as usize].place.far()
     }
 
+    /// Whether `dest`'s CPU is known to be near: placement `near`, or `auto` and sensed near
+    /// ([`crate::btl::sm::place::Place::sensed_near`]); a peer nothing was sensed of is not.
+    #[inline]
+    pub(crate) fn near_known(&self, dest: i32) -> bool {
+        match self.placement {
+            Placement::Near => true,
+            Placement::Far => false,
+            Placement::Auto => self.peers[dest as usize].place.sensed_near(),
+        }
+    }
+
     /// Whether a send of eager size above `far_eager` to `dest` goes by a rendezvous that
     /// `dest` reads alone ([`crate::btl::sm::place`]): its CPU is far and it may read our
     /// memory. A lone message (a ping-pong's) and every send of a window (a bandwidth

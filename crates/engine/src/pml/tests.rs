@@ -1788,6 +1788,108 @@ fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
     }
 }
 
+/// One window each way (bibw) of 24 rendezvous messages of 12-15 KiB over `net`, half the
+/// receives posted after the peer's requests-to-send came; checks every message and
+/// returns each rank's receives of the window pipelined and read alone.
+fn window_both_ways(net: &Net, round: u8) -> [(u64, u64); 2] {
+    let counts = |r: usize| {
+        let st = net.e[r].stats().peers[1 - r].1;
+        (st.pipelined_recv, st.single_copy_recv)
+    };
+    let before = [counts(0), counts(1)];
+    let sent: [Vec<Vec<u8>>; 2] = std::array::from_fn(|r| {
+        (0..24u8)
+            .map(|i| {
+                data(
+                    (12 << 10) + usize::from(i) * 131,
+                    round ^ i ^ (r as u8 * 64),
+                )
+            })
+            .collect()
+    });
+    let mut got: [Vec<Vec<u8>>; 2] =
+        std::array::from_fn(|r| sent[1 - r].iter().map(|m| vec![0xee; m.len()]).collect());
+    let [g0, g1] = &mut got;
+    let mut rr: [Vec<ReqId>; 2] = [Vec::new(), Vec::new()];
+    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+        for m in g[..12].iter_mut() {
+            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+        }
+    }
+    let mut open: Vec<(usize, ReqId)> = Vec::new();
+    for (r, ms) in sent.iter().enumerate() {
+        for m in ms {
+            open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
+        }
+    }
+    for _ in 0..4 {
+        net.step();
+    }
+    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+        for m in g[12..].iter_mut() {
+            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+        }
+    }
+    let mut passes = 0;
+    while !open.is_empty() {
+        open.retain(|&(r, q)| net.e[r].test(q).is_none());
+        net.step();
+        passes += 1;
+        assert!(passes < PATIENCE, "round {round} hangs");
+    }
+    for r in 0..2 {
+        for (i, &q) in rr[r].iter().enumerate() {
+            let st = net.done(r, q);
+            assert_eq!(st.error, None, "round {round} rank {r} message {i}");
+            assert!(
+                got[r][i] == sent[1 - r][i],
+                "round {round} rank {r} message {i}"
+            );
+        }
+    }
+    std::array::from_fn(|r| {
+        let (piped, read) = counts(r);
+        (piped - before[r].0, read - before[r].1)
+    })
+}
+
+/// Placement `auto`: a peer nothing was sensed of (a far pair believed near for want of
+/// eager messages to time, as much as a near one) gets the streams' chooser, which begins
+/// on the read; once sensed near (a timed eager copy below the far rate) the stream both
+/// ways is pipelined from the next window, every window; after a copy sensed far (the
+/// belief not flipped yet) back on the read.
+#[test]
+fn near_streams_are_pipelined_once_the_peer_was_sensed_near() {
+    let (a, b) = crate::btl::sm::link::tests::pair_hot(64 << 10, 16 << 10);
+    let settings = Settings {
+        single_copy: SingleCopy::Auto,
+        coop_min: 16 << 10,
+        placement: Placement::Auto,
+        far_eager: 128,
+        frag: 16 << 10,
+        ..test_settings()
+    };
+    let net = Net::joined_with(Box::new(a), Box::new(b), &settings);
+    for (x, y) in [(0, 1), (1, 0)] {
+        net.e[x].set_peer_pid(y, std::process::id() as i32);
+        net.e[x].set_peer_single_copy(y);
+    }
+    let sense = |ns| {
+        for (x, y) in [(0, 1), (1, 0)] {
+            net.e[x].sense_peer(y, 8192, ns);
+        }
+    };
+    assert_eq!(window_both_ways(&net, 0), [(0, 24); 2], "nothing sensed");
+    use crate::btl::sm::place::FAR_NS_PER_KIB;
+    sense(FAR_NS_PER_KIB * 8);
+    for round in 1..4 {
+        let w = window_both_ways(&net, round);
+        assert_eq!(w, [(24, 0); 2], "sensed near, window {round}");
+    }
+    sense(FAR_NS_PER_KIB * 8 + 1);
+    assert_eq!(window_both_ways(&net, 4), [(0, 24); 2], "one far sample");
+}
+
 /// The hand-off of `Engine::wait_message` (the one-sided progress thread's sleep): while
 /// another thread of the process polls every transport in a blocking wait, a sleeper
 /// sleeps on its doorbell alone, and the poller rings it as soon as it takes a message for

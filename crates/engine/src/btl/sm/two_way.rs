@@ -121,9 +121,11 @@ pub const NEAR_PIPE_FLOOR: f64 = 6.0;
 /// 64 KiB's pipelined messages measured 12-17 GB/s each (from the end of the one before)
 /// while the windows moved 4.3 GB/s in all against the reads' 18.8. The first period is
 /// left out (cold pages); then in each group of [`SLOW_PERIODS`] periods the fastest must
-/// reach [`NEAR_PIPE_FLOOR`], else the CPUs are far after all (the placement is sensed
-/// from eager messages, and a job that sent none believes near) and the size class goes to
-/// the streams' chooser for good, which tries the pipeline no more. The fastest of a
+/// reach [`NEAR_PIPE_FLOOR`], else the CPUs are far after all and the size class goes to
+/// the streams' chooser for good, which tries the pipeline no more. Near means known near
+/// (the caller's `far` is false only for a peer sensed near from our timed eager copies,
+/// or `btl_sm_placement=near`): a peer nothing was sensed of may be far, and a far pair
+/// pipelining its first windows paid for them (bibw far 1-4 MiB 0.93-0.95x, s50-bibw2). The fastest of a
 /// group, not their average: on a loaded machine a near window may lose milliseconds to a
 /// descheduled process (taken as slow three in a row, near bibw 64 KiB-4 MiB fell to
 /// 0.69-0.82x the read's).
@@ -228,7 +230,7 @@ impl TwoWay {
     /// to it before its first sample came back, and the pipelined window, measured high,
     /// kept it for whole launches (11-13 GB/s against the reads' 21). In a period whose
     /// receives are all measured by the period ([`by_period`]), every receive takes the
-    /// first one's mechanism. With `far` false (the peer's CPU believed near) a stream's
+    /// first one's mechanism. With `far` false (the peer's CPU known near) a stream's
     /// messages take the pipeline until it measures slow ([`NearPipe`]).
     pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool, far: bool) -> Mech {
         let k = coop::size_class(n);
