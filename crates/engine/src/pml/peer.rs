@@ -226,12 +226,12 @@ impl Peer {
 
     /// The mechanism for a rendezvous message of `n` bytes from this peer (world rank `p`)
     /// matched at `now` while we send to it too ([`TwoWay::choose`]; a sample the choice
-    /// makes due is recorded first).
-    pub(crate) fn choose_two_way(&mut self, p: usize, n: usize, now: u64) -> Mech {
+    /// makes due is recorded first); `far`: its CPU is taken to be far.
+    pub(crate) fn choose_two_way(&mut self, p: usize, n: usize, now: u64, far: bool) -> Mech {
         if let Some(s) = self.two_way.take_held() {
             self.record_two_way(p, (s, false));
         }
-        self.two_way.choose(n, now, self.reads_ours)
+        self.two_way.choose(n, now, self.reads_ours, far)
     }
 
     /// A message from this peer (world rank `p`) chosen by [`Peer::choose_two_way`]
@@ -243,17 +243,21 @@ impl Peer {
             Sample::Unmeasured { at, .. } => self.last_end = at,
             Sample::Skipped { .. } | Sample::Period { .. } => {}
         }
+        let slow = self.two_way.near_slow();
         if let Some(s) = self.two_way.ended(s, sending) {
             self.record_two_way(p, s);
         }
+        log_near_slow(slow, self.two_way.near_slow(), p);
     }
 
     /// Our last rendezvous send to this peer (world rank `p`) ended at `now`
     /// ([`TwoWay::sends_done`]).
     pub(crate) fn sends_done(&mut self, p: usize, now: u64) {
+        let slow = self.two_way.near_slow();
         if let Some(s) = self.two_way.sends_done(now) {
             self.record_two_way(p, s);
         }
+        log_near_slow(slow, self.two_way.near_slow(), p);
     }
 
     /// Feeds `s` to the two-way chooser of its size class, the exchanges' one if
@@ -301,6 +305,20 @@ impl Peer {
                 true,
             );
         }
+    }
+}
+
+/// Says at verbose level 20 which size classes' near streams from `peer` found the
+/// pipeline slow (`TwoWay::near_slow`'s bits, `before` and `after` a measurement).
+fn log_near_slow(before: u8, after: u8, peer: usize) {
+    let new = after & !before;
+    if new != 0 {
+        oxmpi_base::verbose!(
+            BTL,
+            20,
+            "sm: streams both ways with rank {peer} (size classes {new:#06b}): the pipeline \
+             measured slow, now the streams' chooser (the CPUs are far apart)"
+        );
     }
 }
 

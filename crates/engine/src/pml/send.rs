@@ -342,8 +342,19 @@ impl State {
 
     /// Whether `dest`'s CPU is taken to be far (placement `far`, or sensed).
     #[inline(always)]
-    fn far_to(&self, dest: i32) -> bool {
+    pub(crate) fn far_to(&self, dest: i32) -> bool {
         self.placement == Placement::Far || self.peers[dest as usize].place.far()
+    }
+
+    /// Whether `dest`'s CPU is known to be near: placement `near`, or `auto` and sensed near
+    /// ([`crate::btl::sm::place::Place::sensed_near`]); a peer nothing was sensed of is not.
+    #[inline]
+    pub(crate) fn near_known(&self, dest: i32) -> bool {
+        match self.placement {
+            Placement::Near => true,
+            Placement::Far => false,
+            Placement::Auto => self.peers[dest as usize].place.sensed_near(),
+        }
     }
 
     /// Whether a send of eager size above `far_eager` to `dest` goes by a rendezvous that

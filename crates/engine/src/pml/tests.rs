@@ -57,10 +57,14 @@ impl Net {
     /// Two engines joined by the link pair `a` (rank 0's) and `b` (rank 1's), with no fake
     /// wire (a real shared-memory link: its own rings and bulk buffers).
     fn joined(a: Box<dyn Link>, b: Box<dyn Link>) -> Net {
-        let s = test_settings();
+        Net::joined_with(a, b, &test_settings())
+    }
+
+    /// [`Net::joined`] with `s`.
+    fn joined_with(a: Box<dyn Link>, b: Box<dyn Link>, s: &Settings) -> Net {
         let e = vec![
-            Engine::with_links(0, vec![None, Some(a)], &s),
-            Engine::with_links(1, vec![Some(b), None], &s),
+            Engine::with_links(0, vec![None, Some(a)], s),
+            Engine::with_links(1, vec![Some(b), None], s),
         ];
         Net {
             e,
@@ -505,9 +509,11 @@ fn fin_read_tells_that_the_peer_reads_our_messages() {
 /// the streams' two-way chooser reads the message alone (a FIN, no clear-to-send).
 #[test]
 fn a_receive_posted_after_its_request_to_send_is_chosen_with_the_sends_that_follow() {
+    // Far apart: near, a stream both ways is pipelined from its first message.
     let settings = Settings {
         single_copy: SingleCopy::Auto,
         coop_min: 16 << 10,
+        placement: Placement::Far,
         ..test_settings()
     };
     let net = Net::build(2, 256, 4096, &settings);
@@ -1666,6 +1672,222 @@ fn windows_through_the_bulk_stream_area_arrive_intact_with_late_receives_and_tru
             assert!(got[i][..] == sent[i][..k], "round {round} message {i}");
         }
     }
+}
+
+/// Windows both ways at once (bibw) over a real shared-memory link pair with a bulk stream
+/// area, under the `auto` single copy: 24 rendezvous messages each way per window, half
+/// the receives posted after the peer's requests-to-send arrived, one truncated, rank 1
+/// progressing once for every 8 passes of rank 0. Near (believed), the two-way streams
+/// are pipelined (every receive through the link; the windows are as many as the near
+/// streams' first judgement takes, `SLOW_PERIODS` after a cold one: in-process windows of
+/// a few KiB are slow); far, read by the receivers alone. Every message arrives intact
+/// either way.
+#[test]
+fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
+    for placement in [Placement::Near, Placement::Far] {
+        let (a, b) = crate::btl::sm::link::tests::pair_hot(16 << 10, 4 << 10);
+        let settings = Settings {
+            single_copy: SingleCopy::Auto,
+            coop_min: 16 << 10,
+            placement,
+            ..test_settings()
+        };
+        let net = Net::joined_with(Box::new(a), Box::new(b), &settings);
+        for (x, y) in [(0, 1), (1, 0)] {
+            net.e[x].set_peer_pid(y, std::process::id() as i32);
+            net.e[x].set_peer_single_copy(y);
+        }
+        let rounds = 1 + crate::btl::sm::two_way::SLOW_PERIODS as u8;
+        for round in 0..rounds {
+            let sent: [Vec<Vec<u8>>; 2] = std::array::from_fn(|r| {
+                (0..24u8)
+                    .map(|i| data(EAGER + 1 + usize::from(i) * 97, round ^ i ^ (r as u8 * 64)))
+                    .collect()
+            });
+            let short = usize::from(round) * 3 + 1;
+            let mut got: [Vec<Vec<u8>>; 2] = std::array::from_fn(|r| {
+                sent[1 - r]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| vec![0xee; if i == short { m.len() / 2 } else { m.len() }])
+                    .collect()
+            });
+            let [g0, g1] = &mut got;
+            // The first half of each side's receives, then its sends; the second half of
+            // the receives once the peer's requests-to-send are in.
+            let mut rr: [Vec<ReqId>; 2] = [Vec::new(), Vec::new()];
+            for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+                for m in g[..12].iter_mut() {
+                    rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+                }
+            }
+            let mut open: Vec<(usize, ReqId)> = Vec::new();
+            for (r, ms) in sent.iter().enumerate() {
+                for m in ms {
+                    open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
+                }
+            }
+            for _ in 0..4 {
+                net.step();
+            }
+            for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+                for m in g[12..].iter_mut() {
+                    rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+                }
+            }
+            let mut passes = 0;
+            loop {
+                open.retain(|&(r, q)| match net.e[r].test(q) {
+                    Some(st) => {
+                        assert_eq!(st.error, None, "{placement:?} round {round}: a send");
+                        false
+                    }
+                    None => true,
+                });
+                if open.is_empty() {
+                    break;
+                }
+                for _ in 0..8 {
+                    net.e[0].progress();
+                }
+                net.e[1].progress();
+                passes += 1;
+                assert!(passes < PATIENCE, "{placement:?} round {round} hangs");
+            }
+            for r in 0..2 {
+                for (i, &q) in rr[r].iter().enumerate() {
+                    let st = net.done(r, q);
+                    let k = got[r][i].len();
+                    assert_eq!(
+                        (st.source, st.tag, st.count_bytes),
+                        ((1 - r) as i32, 3, k),
+                        "{placement:?} round {round} rank {r} message {i}"
+                    );
+                    assert_eq!(st.error, (i == short).then_some(ErrorClass::Truncate));
+                    assert!(
+                        got[r][i][..] == sent[1 - r][i][..k],
+                        "{placement:?} round {round} rank {r} message {i}"
+                    );
+                }
+            }
+        }
+        for r in 0..2 {
+            let st = net.e[r].stats().peers[1 - r].1;
+            let (piped, read) = (st.pipelined_recv, st.single_copy_recv);
+            match placement {
+                Placement::Near => assert!(
+                    read == 0 && piped == u64::from(rounds) * 24,
+                    "rank {r} near: {piped} pipelined, {read} read"
+                ),
+                _ => assert!(
+                    read >= u64::from(rounds - 1) * 24,
+                    "rank {r} far: {piped} pipelined, {read} read"
+                ),
+            }
+        }
+    }
+}
+
+/// One window each way (bibw) of 24 rendezvous messages of 12-15 KiB over `net`, half the
+/// receives posted after the peer's requests-to-send came; checks every message and
+/// returns each rank's receives of the window pipelined and read alone.
+fn window_both_ways(net: &Net, round: u8) -> [(u64, u64); 2] {
+    let counts = |r: usize| {
+        let st = net.e[r].stats().peers[1 - r].1;
+        (st.pipelined_recv, st.single_copy_recv)
+    };
+    let before = [counts(0), counts(1)];
+    let sent: [Vec<Vec<u8>>; 2] = std::array::from_fn(|r| {
+        (0..24u8)
+            .map(|i| {
+                data(
+                    (12 << 10) + usize::from(i) * 131,
+                    round ^ i ^ (r as u8 * 64),
+                )
+            })
+            .collect()
+    });
+    let mut got: [Vec<Vec<u8>>; 2] =
+        std::array::from_fn(|r| sent[1 - r].iter().map(|m| vec![0xee; m.len()]).collect());
+    let [g0, g1] = &mut got;
+    let mut rr: [Vec<ReqId>; 2] = [Vec::new(), Vec::new()];
+    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+        for m in g[..12].iter_mut() {
+            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+        }
+    }
+    let mut open: Vec<(usize, ReqId)> = Vec::new();
+    for (r, ms) in sent.iter().enumerate() {
+        for m in ms {
+            open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
+        }
+    }
+    for _ in 0..4 {
+        net.step();
+    }
+    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+        for m in g[12..].iter_mut() {
+            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+        }
+    }
+    let mut passes = 0;
+    while !open.is_empty() {
+        open.retain(|&(r, q)| net.e[r].test(q).is_none());
+        net.step();
+        passes += 1;
+        assert!(passes < PATIENCE, "round {round} hangs");
+    }
+    for r in 0..2 {
+        for (i, &q) in rr[r].iter().enumerate() {
+            let st = net.done(r, q);
+            assert_eq!(st.error, None, "round {round} rank {r} message {i}");
+            assert!(
+                got[r][i] == sent[1 - r][i],
+                "round {round} rank {r} message {i}"
+            );
+        }
+    }
+    std::array::from_fn(|r| {
+        let (piped, read) = counts(r);
+        (piped - before[r].0, read - before[r].1)
+    })
+}
+
+/// Placement `auto`: a peer nothing was sensed of (a far pair believed near for want of
+/// eager messages to time, as much as a near one) gets the streams' chooser, which begins
+/// on the read; once sensed near (a timed eager copy below the far rate) the stream both
+/// ways is pipelined from the next window, every window; after a copy sensed far (the
+/// belief not flipped yet) back on the read.
+#[test]
+fn near_streams_are_pipelined_once_the_peer_was_sensed_near() {
+    let (a, b) = crate::btl::sm::link::tests::pair_hot(64 << 10, 16 << 10);
+    let settings = Settings {
+        single_copy: SingleCopy::Auto,
+        coop_min: 16 << 10,
+        placement: Placement::Auto,
+        far_eager: 128,
+        frag: 16 << 10,
+        ..test_settings()
+    };
+    let net = Net::joined_with(Box::new(a), Box::new(b), &settings);
+    for (x, y) in [(0, 1), (1, 0)] {
+        net.e[x].set_peer_pid(y, std::process::id() as i32);
+        net.e[x].set_peer_single_copy(y);
+    }
+    let sense = |ns| {
+        for (x, y) in [(0, 1), (1, 0)] {
+            net.e[x].sense_peer(y, 8192, ns);
+        }
+    };
+    assert_eq!(window_both_ways(&net, 0), [(0, 24); 2], "nothing sensed");
+    use crate::btl::sm::place::FAR_NS_PER_KIB;
+    sense(FAR_NS_PER_KIB * 8);
+    for round in 1..4 {
+        let w = window_both_ways(&net, round);
+        assert_eq!(w, [(24, 0); 2], "sensed near, window {round}");
+    }
+    sense(FAR_NS_PER_KIB * 8 + 1);
+    assert_eq!(window_both_ways(&net, 4), [(0, 24); 2], "one far sample");
 }
 
 /// The hand-off of `Engine::wait_message` (the one-sided progress thread's sleep): while

@@ -623,6 +623,16 @@ impl Chooser {
         true
     }
 
+    /// `m`, not in use, was measured elsewhere at `rate` (bytes per nanosecond) until `now`:
+    /// its next try comes an interval after `now` ([`Chooser::choose_unless`]), and is
+    /// compared with `rate` until then. No effect on the mechanism in use.
+    pub fn note(&mut self, m: Mech, rate: f64, now: u64) {
+        if m != self.cur {
+            self.rate[m as usize] = rate;
+            self.at[m as usize] = now;
+        }
+    }
+
     /// The mechanism in use.
     pub fn current(&self) -> Mech {
         self.cur

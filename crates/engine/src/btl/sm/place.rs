@@ -87,6 +87,14 @@ impl Place {
         self.samples
     }
 
+    /// Whether the peer was sensed near: believed near, with samples recorded and the last
+    /// one near. A peer nothing was sensed of is believed near without it (a far pair
+    /// whose traffic has no eager message of [`SENSE_MIN`] bytes or more), and so is one
+    /// whose last sample said far but did not flip the belief yet.
+    pub fn sensed_near(&self) -> bool {
+        !self.far && self.samples > 0 && self.against == 0
+    }
+
     /// Whether to time our copy of an eager message of `n` bytes to this peer: one in
     /// [`EVERY`] of at least [`SENSE_MIN`] bytes, and every probe (an eager send of a size
     /// that goes by a read while far: `probe`).
@@ -184,6 +192,25 @@ mod tests {
         assert!((0..2 * FLIP).all(|_| p.wants(SENSE_MIN, false)));
         let timed = (0..EVERY * 2).filter(|_| p.wants(SENSE_MIN, false)).count();
         assert_eq!(timed, 2);
+    }
+
+    /// Sensed near: not before a sample, after a near one, not after a far one that has
+    /// not flipped the belief yet, nor while far, and again after near samples.
+    #[test]
+    fn sensed_near_needs_a_near_sample_last() {
+        let mut p = Place::default();
+        assert!(!p.sensed_near(), "nothing sensed");
+        let (slow, fast) = (FAR_NS_PER_KIB * 8 + 1, FAR_NS_PER_KIB * 8);
+        p.record(8192, fast);
+        assert!(p.sensed_near());
+        p.record(8192, slow);
+        assert!(!p.far() && !p.sensed_near(), "one far sample");
+        p.record(8192, slow);
+        assert!(p.far() && !p.sensed_near());
+        p.record(8192, fast);
+        assert!(!p.sensed_near());
+        p.record(8192, fast);
+        assert!(!p.far() && p.sensed_near());
     }
 
     /// Far: every send but one in [`PROBE_EVERY`] goes by rendezvous; near: none.

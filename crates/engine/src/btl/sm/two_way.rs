@@ -102,6 +102,64 @@ impl Sample {
     }
 }
 
+/// Below this rate (bytes per nanosecond: GB/s) of a stream's pipelined periods (bytes
+/// received over the period's time), the two CPUs are far apart ([`NearPipe`]).
+/// bibw with the pipeline on both sides (`btl_sm_single_copy=none`, session 49's report,
+/// 16 KiB-4 MiB) moved 27-38 GB/s in all near (about 14-19 per direction) and 2.4-4.0
+/// far (1.2-2.0 per direction).
+pub const NEAR_PIPE_FLOOR: f64 = 6.0;
+
+/// A stream's pipelined messages while the peer's CPU is believed near
+/// (`crate::btl::sm::place`): near, both sides' pipelined copies move a two-way stream
+/// 1.2-4 times as fast as the receivers' reads (bibw 16 KiB-4 MiB, session 49's report:
+/// 27-38 GB/s against 8-26), but neither side's streams' chooser can measure that: a try of
+/// the pipeline while the peer reads ours alone runs after the peer's reads
+/// ([`Chooser::choose_unless`]), so both sides stayed on the read. Near, every stream
+/// message is pipelined from the start (both sides believe the same placement), and the
+/// stream is judged by its whole periods (a window each way: bytes received over the
+/// period's time). One by one the messages say nothing of the placement: far apart, bibw
+/// 64 KiB's pipelined messages measured 12-17 GB/s each (from the end of the one before)
+/// while the windows moved 4.3 GB/s in all against the reads' 18.8. The first period is
+/// left out (cold pages); then in each group of [`SLOW_PERIODS`] periods the fastest must
+/// reach [`NEAR_PIPE_FLOOR`], else the CPUs are far after all and the size class goes to
+/// the streams' chooser for good, which tries the pipeline no more. Near means known near
+/// (the caller's `far` is false only for a peer sensed near from our timed eager copies,
+/// or `btl_sm_placement=near`): a peer nothing was sensed of may be far, and a far pair
+/// pipelining its first windows paid for them (bibw far 1-4 MiB 0.93-0.95x, s50-bibw2). The fastest of a
+/// group, not their average: on a loaded machine a near window may lose milliseconds to a
+/// descheduled process (taken as slow three in a row, near bibw 64 KiB-4 MiB fell to
+/// 0.69-0.82x the read's).
+#[derive(Clone, Copy, Debug, Default)]
+struct NearPipe {
+    /// Whole pipelined periods seen.
+    periods: u32,
+    /// The fastest rate of the current group's periods (bytes per nanosecond).
+    best: f64,
+    /// The pipeline measured slow: the streams' chooser decides.
+    slow: bool,
+}
+
+/// Periods of a group ([`NearPipe`]).
+pub const SLOW_PERIODS: u32 = 4;
+
+impl NearPipe {
+    /// A whole period of pipelined receives: `bytes` in `ns`. The group's fastest rate if
+    /// the period ended a group that showed the pipeline slow.
+    fn period(&mut self, bytes: usize, ns: u64) -> Option<f64> {
+        self.periods = self.periods.saturating_add(1);
+        if self.slow || self.periods == 1 || ns == 0 {
+            return None;
+        }
+        self.best = self.best.max(bytes as f64 / ns as f64);
+        if (self.periods - 1) % SLOW_PERIODS != 0 {
+            return None;
+        }
+        let best = std::mem::take(&mut self.best);
+        self.slow = best < NEAR_PIPE_FLOOR;
+        self.slow.then_some(best)
+    }
+}
+
 /// Per peer: the choosers of each size class for streams ([`Chooser::both_ways`],
 /// beginning with the receiver's single copy: a first window of a bidirectional stream
 /// pipelined moved half the bytes, and its two-way rate, measured high, kept the pipeline
@@ -110,6 +168,8 @@ impl Sample {
 #[derive(Clone, Debug)]
 pub struct TwoWay {
     streams: [Chooser; coop::SIZE_CLASSES],
+    /// Near streams on the pipeline ([`NearPipe`]).
+    near: [NearPipe; coop::SIZE_CLASSES],
     exchanges: [Chooser; coop::SIZE_CLASSES],
     /// The last period was an exchange: the next one's first receive is chosen by the
     /// exchanges' chooser (the kind of a period shows only at its second receive or end).
@@ -128,6 +188,8 @@ pub struct TwoWay {
     bytes: usize,
     /// Every receive of the period is of a size measured by the period ([`by_period`]).
     whole: bool,
+    /// Every receive of the period was pipelined as a near stream's ([`NearPipe`]).
+    piped: bool,
     /// How the peer answered our last rendezvous message of a stream
     /// ([`TwoWay::answered`]): `Some(true)` it read it alone, `Some(false)` with a
     /// clear-to-send (it pipelines them), `None` no answer in a stream yet.
@@ -138,6 +200,7 @@ impl Default for TwoWay {
     fn default() -> Self {
         TwoWay {
             streams: std::array::from_fn(|_| Chooser::both_ways().starting_with(Mech::Coop)),
+            near: [NearPipe::default(); coop::SIZE_CLASSES],
             exchanges: std::array::from_fn(|_| Chooser::exchanges()),
             last_exchange: false,
             start: 0,
@@ -147,6 +210,7 @@ impl Default for TwoWay {
             held: None,
             bytes: 0,
             whole: false,
+            piped: false,
             answers: None,
         }
     }
@@ -166,23 +230,33 @@ impl TwoWay {
     /// to it before its first sample came back, and the pipelined window, measured high,
     /// kept it for whole launches (11-13 GB/s against the reads' 21). In a period whose
     /// receives are all measured by the period ([`by_period`]), every receive takes the
-    /// first one's mechanism.
-    pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool) -> Mech {
+    /// first one's mechanism. With `far` false (the peer's CPU known near) a stream's
+    /// messages take the pipeline until it measures slow ([`NearPipe`]).
+    pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool, far: bool) -> Mech {
         let k = coop::size_class(n);
+        let mut near = false;
         let m = if self.chosen > 0 && self.whole && by_period(n) {
             self.first.0
         } else if self.chosen == 0 && self.last_exchange {
             self.exchanges[k].choose(now)
+        } else if !far && !self.near[k].slow {
+            near = true;
+            Mech::Pipe
         } else {
+            // Near streams whose pipeline measured slow by the window try it no more: one
+            // by one its messages measured fast (bibw 64 KiB far apart: 12-17 GB/s against
+            // the reads' 10), and the tries kept it (4.3 GB/s in all against 18.8).
             let unknown = !by_period(n) && self.answers != Some(false);
-            self.streams[k].choose_unless(now, peer_reads || unknown)
+            self.streams[k].choose_unless(now, peer_reads || unknown || self.near[k].slow)
         };
         if self.chosen == 0 {
             self.start = now;
             self.first = (m, n);
             self.bytes = 0;
             self.whole = true;
+            self.piped = true;
         }
+        self.piped &= near && coop::size_class(self.first.1) == k;
         self.bytes = self.bytes.saturating_add(n);
         self.whole &= by_period(n);
         self.chosen = self.chosen.saturating_add(1);
@@ -210,6 +284,7 @@ impl TwoWay {
             let own = (!by_period(s.bytes())).then_some((s, false));
             if !sending && self.open == 0 {
                 let period = self.period(s.end());
+                self.near_period(s.end());
                 self.reset();
                 return period.map(|p| (p, false)).or(own);
             }
@@ -232,8 +307,32 @@ impl TwoWay {
             return Some((self.close(now), true));
         }
         let period = self.period(now);
+        self.near_period(now);
         self.reset();
         period.map(|p| (p, false))
+    }
+
+    /// A stream's period ends at `end`: if all its receives were pipelined as a near
+    /// stream's, of 64 KiB and more, its time goes to [`NearPipe::period`] (below 64 KiB
+    /// the period's own sample does, [`by_period`]).
+    fn near_period(&mut self, end: u64) {
+        let (_, n) = self.first;
+        if self.piped && self.chosen > 1 && !by_period(n) {
+            let k = coop::size_class(n);
+            // The streams' chooser takes over with the pipeline's rate.
+            if let Some(rate) = self.near[k].period(self.bytes, end.saturating_sub(self.start)) {
+                self.streams[k].note(Mech::Pipe, rate, end);
+            }
+        }
+    }
+
+    /// The size classes whose near streams' pipeline measured slow ([`NearPipe`]), one bit
+    /// each.
+    pub fn near_slow(&self) -> u8 {
+        self.near
+            .iter()
+            .enumerate()
+            .fold(0, |a, (k, p)| a | (u8::from(p.slow) << k))
     }
 
     /// The sample of a stream's period ending at `end`, if it is measured by the period
@@ -267,6 +366,14 @@ impl TwoWay {
     /// Feeds `s` to its size class's chooser for exchanges (`exchange`) or streams;
     /// `true` if it made the chooser switch.
     pub fn record(&mut self, s: Sample, exchange: bool) -> bool {
+        if let (false, Sample::Period { m: Mech::Pipe, .. }) = (exchange, s) {
+            if let Some((_, bytes, ns, end)) = s.timed() {
+                let k = coop::size_class(s.bytes());
+                if let Some(rate) = self.near[k].period(bytes, ns) {
+                    self.streams[k].note(Mech::Pipe, rate, end);
+                }
+            }
+        }
         let c = self.chooser_mut(s.bytes(), exchange);
         match s {
             Sample::Unmeasured { m, at, .. } => c.unmeasured(m, at),
@@ -311,6 +418,7 @@ impl TwoWay {
         self.held = None;
         self.bytes = 0;
         self.whole = false;
+        self.piped = false;
     }
 }
 
@@ -328,7 +436,7 @@ mod tests {
         if let Some(s) = w.take_held() {
             w.record(s, false);
         }
-        let m = w.choose(n, *t, false);
+        let m = w.choose(n, *t, false, true);
         let out = match m {
             Mech::Pipe => {
                 assert_eq!(w.sends_done(*t + pipe.0), None, "the receive still moves");
@@ -435,7 +543,7 @@ mod tests {
             if let Some(s) = w.take_held() {
                 w.record(s, false);
             }
-            let m = w.choose(n, *t, reads);
+            let m = w.choose(n, *t, reads, true);
             let d = if m == Mech::Pipe { pipe } else { pull };
             let s = Sample::Timed {
                 m,
@@ -494,7 +602,7 @@ mod tests {
             if let Some(s) = w.take_held() {
                 w.record(s, false);
             }
-            let m = w.choose(n, *t, *reads);
+            let m = w.choose(n, *t, *reads, true);
             ms.push(m);
             if m == Mech::Coop {
                 let s = Sample::Timed {
@@ -551,7 +659,7 @@ mod tests {
         let mut t = 1_000u64;
         // An exchange first (say a reduction's step), whose peer pipelined ours: its
         // answer tells nothing of streams, and `reads` is false.
-        let m = w.choose(n, t, false);
+        let m = w.choose(n, t, false, true);
         w.answered(false);
         let own = Sample::Timed {
             m,
@@ -592,7 +700,7 @@ mod tests {
                     w.record(s, false);
                 }
                 assert_eq!(
-                    w.choose(n, 1_000 + i, false),
+                    w.choose(n, 1_000 + i, false, true),
                     Mech::Coop,
                     "{n} B, message {i}"
                 );
@@ -620,7 +728,7 @@ mod tests {
             if let Some(s) = w.take_held() {
                 w.record(s, false);
             }
-            w.choose(n, at, false)
+            w.choose(n, at, false, true)
         };
         let first = choose(w, *t);
         let mut same = true;
@@ -707,7 +815,7 @@ mod tests {
     fn streams_are_measured_per_transfer() {
         let n = 1 << 20;
         let mut w = TwoWay::default();
-        assert_eq!(w.choose(n, 100, false), Mech::Coop);
+        assert_eq!(w.choose(n, 100, false, true), Mech::Coop);
         let first = Sample::Timed {
             m: Mech::Coop,
             n,
@@ -716,8 +824,8 @@ mod tests {
         };
         assert_eq!(w.ended(first, true), None);
         assert_eq!(w.take_held(), Some(first));
-        assert_eq!(w.choose(n, 210, false), Mech::Coop);
-        assert_eq!(w.choose(n, 220, false), Mech::Coop);
+        assert_eq!(w.choose(n, 210, false, true), Mech::Coop);
+        assert_eq!(w.choose(n, 220, false, true), Mech::Coop);
         let own = |end| Sample::Timed {
             m: Mech::Coop,
             n,
@@ -740,7 +848,7 @@ mod tests {
         );
         assert!(!w.in_period());
         // The next period begins afresh: an exchange again.
-        assert_eq!(w.choose(n, 500, false), Mech::Coop);
+        assert_eq!(w.choose(n, 500, false, true), Mech::Coop);
         assert_eq!(w.ended(own(600), true), None);
         let whole = Sample::Timed {
             m: Mech::Coop,
@@ -749,5 +857,115 @@ mod tests {
             end: 650,
         };
         assert_eq!(w.sends_done(650), Some((whole, true)));
+    }
+
+    /// One window of 64 messages of `n` bytes each way as a receiver sees it: all 64 are
+    /// chosen at `t` (`reads`: the peer reads ours alone; `far`: the placement believed),
+    /// then each ends `msg` ns after the one before (`gap` ns later), measured from the
+    /// end of the one before, and our sends end with the last. Every sample goes to its
+    /// chooser as the engine records them. Returns the window's mechanisms.
+    fn window(
+        w: &mut TwoWay,
+        n: usize,
+        t: &mut u64,
+        (msg, gap): (u64, u64),
+        reads: bool,
+        far: bool,
+    ) -> Vec<Mech> {
+        let mut ms = Vec::new();
+        for _ in 0..64 {
+            if let Some(s) = w.take_held() {
+                w.record(s, false);
+            }
+            ms.push(w.choose(n, *t, reads, far));
+        }
+        let mut last = *t;
+        for &m in &ms {
+            let s = Sample::Timed {
+                m,
+                n,
+                start: last,
+                end: last + msg,
+            };
+            last += msg + gap;
+            if let Some((s, exchange)) = w.ended(s, true) {
+                w.record(s, exchange);
+            }
+        }
+        if let Some((s, exchange)) = w.sends_done(last) {
+            w.record(s, exchange);
+        }
+        assert!(!w.in_period());
+        *t = last + 2_000;
+        ms
+    }
+
+    /// Near (the placement sensed or not yet), a stream both ways is pipelined from its
+    /// first message, although the peer reads ours alone and no try of the pipeline could
+    /// be measured: both sides believe the same placement. With the pipeline fast (16 GB/s
+    /// a direction, bibw's windows near) in one window of four, the others slowed down,
+    /// it stays so for a whole launch; far (the
+    /// placement believed) the streams' chooser decides, beginning on the read.
+    #[test]
+    fn near_streams_take_the_pipeline_while_it_is_fast() {
+        for n in [16 << 10, 64 << 10, 1 << 20] {
+            let msg = n as u64 / 16;
+            let mut w = TwoWay::default();
+            let mut t = 1_000u64;
+            let mut i = 0;
+            while t < 2 * coop::EXPLORE_MAX_NS {
+                // Three windows in four descheduled (2 GB/s), as on a loaded machine.
+                let gap = if i % 4 == 0 { msg / 10 } else { 7 * msg };
+                let ms = window(&mut w, n, &mut t, (msg, gap), true, false);
+                assert!(
+                    ms.iter().all(|&m| m == Mech::Pipe),
+                    "{n} B, window {i}: {ms:?}"
+                );
+                i += 1;
+            }
+            assert_eq!(w.near_slow(), 0, "{n} B");
+            let ms = window(&mut TwoWay::default(), n, &mut t, (msg, 0), false, true);
+            assert_eq!(ms[0], Mech::Coop, "{n} B, far");
+        }
+    }
+
+    /// Believed near but far apart (no eager message sensed the placement): the stream's
+    /// pipelined windows move 2 GB/s a direction, while one by one its messages measure
+    /// fast (each from the end of the one before, the waits between them left out:
+    /// bibw 64 KiB far, 12-17 GB/s). After the first (cold) window and [`SLOW_PERIODS`]
+    /// slow ones the size class goes to the streams' chooser, on the read, and it tries
+    /// the pipeline no more,
+    /// also when the peer answers ours with clear-to-sends. Other size classes stay near.
+    #[test]
+    fn near_streams_whose_windows_are_slow_go_back_to_the_read_for_good() {
+        for n in [16 << 10, 64 << 10, 1 << 20] {
+            let k = coop::size_class(n);
+            let msg = n as u64 / 16;
+            // 16 GB/s per message, 2 GB/s per window.
+            let timing = (msg, 7 * msg);
+            let mut w = TwoWay::default();
+            let mut t = 1_000u64;
+            let mut piped = 0;
+            for _ in 0..20 {
+                let ms = window(&mut w, n, &mut t, timing, false, false);
+                piped += usize::from(ms[0] == Mech::Pipe);
+                assert!(ms.iter().all(|&m| m == ms[0]), "{n} B: {ms:?}");
+            }
+            assert_eq!(piped, 1 + SLOW_PERIODS as usize, "{n} B: windows pipelined");
+            assert_eq!(w.near_slow(), 1 << k, "{n} B");
+            w.answered(false);
+            let from = t;
+            while t < from + 3 * coop::EXPLORE_MAX_NS {
+                let ms = window(&mut w, n, &mut t, (msg, 0), false, false);
+                assert!(
+                    ms.iter().all(|&m| m == Mech::Coop),
+                    "{n} B: a try of the pipeline {} ms later",
+                    (t - from) / 1_000_000
+                );
+            }
+            let other = if k == 0 { 1 << 20 } else { 16 << 10 };
+            let ms = window(&mut w, other, &mut t, (msg, 0), true, false);
+            assert_eq!(ms[0], Mech::Pipe, "{other} B after {n} B");
+        }
     }
 }
