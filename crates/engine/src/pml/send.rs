@@ -506,19 +506,26 @@ fn sensed(place: &mut Place, p: i32, n: usize, ns: u64, (far, eager): (usize, us
     if place.samples() % 16 == 0 {
         oxmpi_base::verbose!(BTL, 90, "sm: eager copy of {n} B to rank {p}: {ns} ns");
     }
-    if place.record(n, ns) {
+    if !place.record(n, ns) {
+        return;
+    }
+    if place.far() {
         oxmpi_base::verbose!(
             BTL,
             20,
-            "sm: rank {p}'s CPU is now taken to be {} (our eager copy of {n} B to it took \
-             {ns} ns): messages of {}-{eager} B to it go {}",
-            if place.far() { "far" } else { "near" },
+            "sm: rank {p}'s CPU is now taken to be far (our eager copy of {n} B to it took \
+             {ns} ns): messages of {}-{eager} B to it go by a rendezvous it reads alone; \
+             near again after {} fast copies in a row",
             far.saturating_add(1),
-            if place.far() {
-                "by a rendezvous it reads alone"
-            } else {
-                "eagerly"
-            }
+            place.to_near()
+        );
+    } else {
+        oxmpi_base::verbose!(
+            BTL,
+            20,
+            "sm: rank {p}'s CPU is now taken to be near (our eager copy of {n} B to it took \
+             {ns} ns): messages of {}-{eager} B to it go eagerly",
+            far.saturating_add(1)
         );
     }
 }
