@@ -506,26 +506,19 @@ fn sensed(place: &mut Place, p: i32, n: usize, ns: u64, (far, eager): (usize, us
     if place.samples() % 16 == 0 {
         oxmpi_base::verbose!(BTL, 90, "sm: eager copy of {n} B to rank {p}: {ns} ns");
     }
-    if !place.record(n, ns) {
-        return;
-    }
-    if place.far() {
+    if place.record(n, ns) {
         oxmpi_base::verbose!(
             BTL,
             20,
-            "sm: rank {p}'s CPU is now taken to be far (our eager copy of {n} B to it took \
-             {ns} ns): messages of {}-{eager} B to it go by a rendezvous it reads alone; \
-             near again after {} fast copies in a row",
+            "sm: rank {p}'s CPU is now taken to be {} (our eager copy of {n} B to it took \
+             {ns} ns): messages of {}-{eager} B to it go {}",
+            if place.far() { "far" } else { "near" },
             far.saturating_add(1),
-            place.to_near()
-        );
-    } else {
-        oxmpi_base::verbose!(
-            BTL,
-            20,
-            "sm: rank {p}'s CPU is now taken to be near (our eager copy of {n} B to it took \
-             {ns} ns): messages of {}-{eager} B to it go eagerly",
-            far.saturating_add(1)
+            if place.far() {
+                "by a rendezvous it reads alone"
+            } else {
+                "eagerly"
+            }
         );
     }
 }

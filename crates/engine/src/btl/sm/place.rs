@@ -18,16 +18,6 @@
 //! [`PROBE_EVERY`], which still goes eagerly and is timed, so that a return to near is
 //! seen. Nothing needs the peer's cooperation: a sender that never sends eager messages of
 //! that size leaves the belief at near.
-//!
-//! **Probes read fast while far.** A probe's ring lines were asked for long before (the
-//! records in between are small requests-to-send) or last touched a lap ago, so its copy
-//! often reads near while the peer is far; the eager copies that follow a change to near
-//! then read far at once. Each such round costs [`FLIP`] far eager sends. So a near belief
-//! is on trial for its first `2 * FLIP` samples: when a sample of the trial turns it back
-//! to far, the next return to near needs twice as many fast samples in a row (up to
-//! `FLIP << MAX_LEVEL`: [`PROBE_EVERY`] times that many sends, a few milliseconds of a
-//! stream); a near belief that passes its trial, or a change to far from a near belief
-//! that had passed it (the peer moved), starts again from [`FLIP`].
 
 /// Eager copies of at least this many bytes are timed.
 pub const SENSE_MIN: usize = 4096;
@@ -44,10 +34,6 @@ pub const EVERY: u32 = 16;
 /// While far, one send in this many that the belief would turn into a rendezvous goes
 /// eagerly (a probe for the peer's sensor).
 pub const PROBE_EVERY: u32 = 32;
-
-/// Times a return to near may be refuted by its trial before it needs `FLIP << MAX_LEVEL`
-/// fast samples in a row.
-pub const MAX_LEVEL: u8 = 3;
 
 /// `btl_sm_placement`: whether sends of eager size to a far peer go by rendezvous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,11 +73,6 @@ pub struct Place {
     /// cold, so probes may read near while far: the eager copies that follow tell at
     /// once).
     confirm: u8,
-    /// Samples left in a fresh near belief's trial (see the module notes).
-    trial: u8,
-    /// Returns to near refuted by their trial in a row (at most [`MAX_LEVEL`]): a return
-    /// to near needs `FLIP << level` fast samples in a row.
-    level: u8,
 }
 
 impl Place {
@@ -122,47 +103,22 @@ impl Place {
         probe || self.copies % EVERY == 0
     }
 
-    /// Fast samples in a row that turn a far belief to near now: [`FLIP`], doubled for
-    /// each of the last returns to near that its trial refuted (at most [`MAX_LEVEL`]).
-    pub fn to_near(&self) -> u32 {
-        u32::from(FLIP) << self.level
-    }
-
     /// A timed copy of `n` bytes took `ns` nanoseconds: `true` if the belief changed.
     pub fn record(&mut self, n: usize, ns: u64) -> bool {
         self.samples = self.samples.wrapping_add(1);
         let far = ns.saturating_mul(1024) > FAR_NS_PER_KIB.saturating_mul(n as u64);
-        let on_trial = self.trial > 0;
-        self.trial = self.trial.saturating_sub(1);
         if far == self.far {
             self.against = 0;
-        } else {
-            self.against = self.against.saturating_add(1);
-        }
-        let need = if self.far {
-            self.to_near()
-        } else {
-            u32::from(FLIP)
-        };
-        if u32::from(self.against) < need {
-            if on_trial && self.trial == 0 {
-                // A near belief that held through its trial: the peer is near.
-                self.level = 0;
-            }
             return false;
         }
-        // To far within a near belief's trial: that return to near was the probes' bias.
-        let level = match (far, on_trial) {
-            (true, true) => (self.level + 1).min(MAX_LEVEL),
-            (true, false) => 0,
-            (false, _) => self.level,
-        };
+        self.against += 1;
+        if self.against < FLIP {
+            return false;
+        }
         *self = Place {
             far,
             samples: self.samples,
             confirm: if far { 0 } else { 2 * FLIP },
-            trial: if far { 0 } else { 2 * FLIP },
-            level,
             ..Place::default()
         };
         true
@@ -228,111 +184,6 @@ mod tests {
         assert!((0..2 * FLIP).all(|_| p.wants(SENSE_MIN, false)));
         let timed = (0..EVERY * 2).filter(|_| p.wants(SENSE_MIN, false)).count();
         assert_eq!(timed, 2);
-    }
-
-    /// 8 KiB copies of `ns` nanoseconds, recorded in turn: the belief after each.
-    fn beliefs(p: &mut Place, samples: impl IntoIterator<Item = u64>) -> Vec<bool> {
-        samples
-            .into_iter()
-            .map(|ns| {
-                p.record(8192, ns);
-                p.far()
-            })
-            .collect()
-    }
-
-    /// A far window (s50-farwin's verbose run): while far only the probes are timed, and
-    /// they straddle the bar (0.56-1.6 us and some slower, for a bar of 1.64 us at 8 KiB);
-    /// once near, every eager copy is far (3-4.7 us). The first returns to near are refuted
-    /// by their trial, each doubling the fast samples a return needs; then the belief holds
-    /// far through runs of fast probes shorter than `FLIP << MAX_LEVEL`.
-    #[test]
-    fn a_far_window_whose_probes_straddle_the_bar_holds_far() {
-        let mut p = Place::default();
-        let slow = 3500;
-        beliefs(&mut p, [slow, slow]);
-        assert!(p.far());
-        // Probes: 560-1560 ns (below the bar), one in 12 slower (1.9 us).
-        let probe = |i: u32| {
-            if i % 12 == 11 {
-                1900
-            } else {
-                560 + (i % 5) as u64 * 250
-            }
-        };
-        let (mut flips, mut eager_far, mut i) = (0, 0, 0u32);
-        let mut last_flip = 0;
-        for k in 0..4000u32 {
-            let far = p.far();
-            let ns = if far {
-                i += 1;
-                probe(i)
-            } else {
-                eager_far += 1;
-                slow
-            };
-            if p.record(8192, ns) {
-                flips += 1;
-                last_flip = k;
-            }
-        }
-        // Each refuted return costs FLIP far eager copies; MAX_LEVEL + 1 of them at most
-        // before the belief needs more fast probes in a row than this pattern has (11).
-        assert!(p.far());
-        assert_eq!(p.to_near(), u32::from(FLIP) << MAX_LEVEL);
-        assert!(
-            flips <= 2 * (MAX_LEVEL as u32 + 1),
-            "{flips} changes of belief"
-        );
-        assert!(
-            eager_far <= u32::from(FLIP) * (MAX_LEVEL as u32 + 1),
-            "{eager_far}"
-        );
-        assert!(last_flip < 200, "still changing at sample {last_flip}");
-    }
-
-    /// Near, one slow sample among fast ones changes nothing; two in a row make it far,
-    /// as before.
-    #[test]
-    fn a_near_window_with_one_slow_sample_holds_near() {
-        let mut p = Place::default();
-        let (fast, slow) = (700, 5000);
-        let seq = (0..201).map(|i| if i % 3 == 1 { slow } else { fast });
-        assert!(beliefs(&mut p, seq).iter().all(|&far| !far));
-        assert_eq!(p.to_near(), u32::from(FLIP));
-        assert_eq!(beliefs(&mut p, [slow, slow]), [false, true]);
-        // The change to far came from a near belief with no trial: no doubling.
-        assert_eq!(p.to_near(), u32::from(FLIP));
-    }
-
-    /// After the probes' bias raised the bar to `FLIP << MAX_LEVEL` fast samples, a move
-    /// to near is followed within that many samples; the near belief passes its trial, and
-    /// the next far-to-near move needs only [`FLIP`] again.
-    #[test]
-    fn a_move_from_far_to_near_is_followed_within_n_samples() {
-        let mut p = Place::default();
-        let (fast, slow) = (600, 3500);
-        beliefs(&mut p, [slow, slow]);
-        for _ in 0..=MAX_LEVEL {
-            // A return to near (fast probes), refuted by its trial.
-            let n = p.to_near() as usize;
-            let b = beliefs(&mut p, std::iter::repeat_n(fast, n));
-            assert_eq!(b.iter().filter(|&&far| far).count(), n - 1, "{b:?}");
-            assert!(!p.far());
-            assert_eq!(beliefs(&mut p, [slow, slow]), [false, true]);
-        }
-        let n = u32::from(FLIP) << MAX_LEVEL;
-        assert_eq!(p.to_near(), n);
-        // The move: every sample fast.
-        let b = beliefs(&mut p, std::iter::repeat_n(fast, n as usize));
-        assert_eq!(b.iter().position(|&far| !far), Some(n as usize - 1));
-        // Its trial passes (2 * FLIP samples), and the bar is back at FLIP.
-        beliefs(&mut p, std::iter::repeat_n(fast, 2 * FLIP as usize));
-        assert!(!p.far());
-        beliefs(&mut p, [slow, slow]);
-        assert!(p.far());
-        assert_eq!(p.to_near(), u32::from(FLIP));
-        assert_eq!(beliefs(&mut p, [fast, fast]), [true, false]);
     }
 
     /// Far: every send but one in [`PROBE_EVERY`] goes by rendezvous; near: none.
