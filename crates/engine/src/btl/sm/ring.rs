@@ -413,6 +413,12 @@ impl Producer {
     }
 
     /// Marks the slots of `[from, to)` (slot-aligned byte offsets) dirty or clean.
+    ///
+    /// A stream of large records marks the same slots on every lap (its records start at
+    /// the same places), so a word usually does not change: then nothing is counted. (The
+    /// library is built for baseline x86-64, without `popcnt`: each `count_ones` is a dozen
+    /// instructions; with two per word, [`Producer::note`] took 327 of the sender's 1540
+    /// instructions per 4 KiB message of a window, 193 with this.)
     fn mark(&mut self, from: usize, to: usize, dirty: bool) {
         let (mut s, end) = (from / SLOT, to / SLOT);
         while s < end {
@@ -421,8 +427,16 @@ impl Producer {
             let mask = if n == 64 { !0 } else { ((1u64 << n) - 1) << b };
             let old = self.dirty[w];
             let new = if dirty { old | mask } else { old & !mask };
-            self.ndirty = self.ndirty + new.count_ones() as usize - old.count_ones() as usize;
-            self.dirty[w] = new;
+            if new != old {
+                // Only bits of `mask` changed, all the same way.
+                let changed = (new ^ old).count_ones() as usize;
+                if dirty {
+                    self.ndirty += changed;
+                } else {
+                    self.ndirty -= changed;
+                }
+                self.dirty[w] = new;
+            }
             s += n;
         }
     }
@@ -1370,6 +1384,9 @@ mod tests {
                         Op::Hot(h) => p.hot_wrap(h),
                         Op::Drained => prop_assert_eq!(p.is_drained(), model.is_empty()),
                     }
+                    // The count of dirty slots is the bitmap's.
+                    let set: u32 = p.dirty.iter().map(|w| w.count_ones()).sum();
+                    prop_assert_eq!(p.ndirty, set as usize);
                 }
                 while let Some(m) = model.pop_front() {
                     prop_assert_eq!(pop(&mut c), Some(m));
