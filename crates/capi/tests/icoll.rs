@@ -205,3 +205,18 @@ fn nonblocking_reduce_scatters_by_cpu_np3_to_8() {
         &["icoll_rs_cpu: all checks passed (70)"],
     );
 }
+
+/// Nonblocking scatters of 128 KiB to 1 MiB blocks (cross-memory copies) with the ranks
+/// pinned to CPUs round-robin (`tests/c/icoll_scat_cpu.c`), where an in-place root shares
+/// its readers' copies and writes the whole blocks of the readers pinned to its own CPU
+/// (they leave them to it for a few looks, then claim what is left): every root, in place
+/// and not, lengths of two chunks and of no multiple of a chunk or of 8, a root that
+/// sleeps between its post and its wait, readers that sleep before theirs, two outstanding
+/// with different roots completed in reverse order; every byte checked. At np 3, 4 and 8.
+#[test]
+fn nonblocking_scatters_by_cpu_np3_4_8() {
+    for n in [3, 4, 8] {
+        let line = format!("icoll_scat_cpu: all checks passed ({})", 12 * n + 6);
+        run_on("icoll_scat_cpu.c", &[n], "", &[&line]);
+    }
+}

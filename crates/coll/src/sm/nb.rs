@@ -304,6 +304,23 @@ const SHARE_FAILED: u64 = 1 << 32;
 const SHARED_POST: u64 = 1 << 40;
 const _: () = assert!(8 * (SINGLE_POST + SHARE_WORDS * super::MAX_RANKS as usize) <= CAP);
 
+/// Looks of a shared scatter's reader pinned to its root's CPU before it claims the chunks
+/// of its block the root has not written ([`SmNb::share_later`]).
+const SHARE_DEFER_LOOKS: u32 = 8;
+
+/// A shared scatter block left to the root for now ([`SmNb::share_later`]): the root's rank
+/// and our record's word in its post, the root's pid, our block's address there, our
+/// output's address and the block's length (the arguments of [`SmNb::read_shared`]).
+#[derive(Clone, Copy, Debug)]
+struct ShareLater {
+    root: usize,
+    rec: usize,
+    pid: i32,
+    remote: u64,
+    out: usize,
+    len: usize,
+}
+
 /// Whether a [`SmKind::Single`] collective's blocks of `block` bytes may be shared: a
 /// scatter of at least two [`SHARE_CHUNK`]s per block. The root shares them when it has no
 /// block of its own to copy (in place; out of place its own copy already keeps its CPU
@@ -1097,6 +1114,16 @@ pub struct SmNb {
     /// plus one when every rank is pinned (it then helps only the readers of other CPUs;
     /// 0: every reader), [`share_budget`].
     share_budget: (usize, u32),
+    /// A shared [`SmKind::Single`] scatter's reader pinned to its root's CPU: its block
+    /// opened to the root but no chunk claimed yet, so that the root, which runs between
+    /// our looks, writes it ([`SmNb::help_scatter`]); we claim what is left ourselves after
+    /// [`SHARE_DEFER_LOOKS`] looks ([`SmNb::share_looks`]). Chunks read by the readers of
+    /// one CPU and the other at once from one 2 MiB stretch of the root's memory (one page
+    /// table page) go at half speed or worse (the kernel pins each page under that
+    /// table's lock); a block the root writes pins the reader's pages instead.
+    share_later: Option<ShareLater>,
+    /// Pending looks of a reader with [`SmNb::share_later`].
+    share_looks: u32,
     /// The engine and the communicator (the collective's shadow) a broadcast's child of
     /// the root takes a message on that it does not want ([`SmNb::drain`]); `None` for a
     /// barrier opened by [`Seg::barrier_nb`].
@@ -1155,6 +1182,8 @@ impl SmNb {
             share: 0,
             share_shift: SHARE_SHIFT,
             share_budget: (0, 0),
+            share_later: None,
+            share_looks: 0,
             engine: Some((cc.e, cc.shadow)),
             drain: false,
             draining: None,
@@ -1193,6 +1222,8 @@ impl SmNb {
             share: 0,
             share_shift: SHARE_SHIFT,
             share_budget: (0, 0),
+            share_later: None,
+            share_looks: 0,
             engine: None,
             drain: false,
             draining: None,
@@ -2034,13 +2065,28 @@ impl SmNb {
                     {
                         self.share = share_chunks(len, SHARE_SHIFT);
                         let rec = SINGLE_POST + SHARE_WORDS * me;
+                        // Pinned to the root's CPU: the root writes our block (see
+                        // `share_later`), we only open it for now.
+                        let beside = seg.cpu(me) != 0 && seg.cpu(me) == seg.cpu(root);
+                        if beside {
+                            self.share_later = Some(ShareLater {
+                                root,
+                                rec,
+                                pid,
+                                remote: at,
+                                out: output.0 as usize,
+                                len,
+                            });
+                        }
                         // SAFETY: the root stamped `k` (acquired) and `k` is open here; the
                         // output has room for `len` bytes (checked, writable by the caller
                         // contract); the root's block for us is `len` bytes at `at`,
                         // unchanged until we stamp, which we do only once every chunk is
                         // counted copied; our record at `rec` lies within `CAP` (checked
                         // at compile time).
-                        Some(unsafe { self.read_shared((root, rec), (pid, at), output.0, len) })
+                        Some(unsafe {
+                            self.read_shared((root, rec), (pid, at), output.0, len, !beside)
+                        })
                     }
                     Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
                         // SAFETY: see above; the output has room for `len` bytes (checked,
@@ -2068,6 +2114,26 @@ impl SmNb {
                 let copied = unsafe { seg.nb_word(root, k, SINGLE_POST + SHARE_WORDS * me + 1) }
                     .load(Ordering::Acquire);
                 if copied % SHARE_FAILED < self.share {
+                    if let Some(l) = self.share_later {
+                        self.share_looks += 1;
+                        if self.share_looks >= SHARE_DEFER_LOOKS {
+                            self.share_later = None;
+                            // SAFETY: as at the opening above (the same arguments; the
+                            // root's post stays until we stamp, which we have not).
+                            let r = unsafe {
+                                self.read_shared(
+                                    (l.root, l.rec),
+                                    (l.pid, l.remote),
+                                    l.out as *mut u8,
+                                    l.len,
+                                    true,
+                                )
+                            };
+                            if r.is_err() {
+                                self.copied = Some(Progress::CopyFailed);
+                            }
+                        }
+                    }
                     return Progress::Pending;
                 }
                 if copied >= SHARE_FAILED && self.copied == Some(Progress::Done) {
@@ -2096,13 +2162,16 @@ impl SmNb {
     /// # Safety
     /// The root stamped our collective (acquired) and it is open here, its post sharing
     /// with [`SHARE_WORDS`] at `rec` (within `CAP`); `out` is writable for `len` bytes, the
-    /// root's block for us `len` bytes long, and neither changes until we stamp.
+    /// root's block for us `len` bytes long, and neither changes until we stamp. Not `now`:
+    /// only opens the block (the root writes it, [`SmNb::share_later`]); called again with
+    /// `now` it claims what is left.
     unsafe fn read_shared(
         &self,
         (root, rec): (usize, usize),
         (pid, remote): (i32, u64),
         out: *mut u8,
         len: usize,
+        now: bool,
     ) -> std::io::Result<()> {
         let (seg, k) = (&*self.seg, self.k);
         // SAFETY: caller contract (stamped, open): the record is only accessed atomically;
@@ -2111,6 +2180,9 @@ impl SmNb {
         word(2).store(own_pid(), Ordering::Relaxed);
         // The root writes only once it sees our address (acquire: our pid too).
         word(3).store(out as u64, Ordering::Release);
+        if !now {
+            return Ok(());
+        }
         let shift = self.share_shift;
         let (n, mut res) = (share_chunks(len, shift), Ok(()));
         loop {
@@ -2143,31 +2215,33 @@ impl SmNb {
     unsafe fn help_scatter(&mut self, input: (*const u8, usize), block: usize) {
         let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
         let (budget, mine) = &mut self.share_budget;
-        for r in (1..p).rev().map(|i| (me + i) % p) {
-            if (r + 1) * block > input.1 || *mine != 0 && seg.cpu(r) == *mine {
-                continue;
+        // First the readers pinned to our CPU, whole (they leave their blocks to us for a
+        // while, `SmNb::share_later`; ours is the CPU that copies them either way), then
+        // those of other CPUs within the budget.
+        for beside in [true, false] {
+            for r in (1..p).rev().map(|i| (me + i) % p) {
+                if (r + 1) * block > input.1 || (*mine != 0 && seg.cpu(r) == *mine) != beside {
+                    continue;
+                }
+                if !beside && *budget == 0 {
+                    break;
+                }
+                // SAFETY: our own post of `k`, stamped and open: the records are only
+                // accessed atomically; within `CAP` (checked at compile time).
+                let word =
+                    |i: usize| unsafe { seg.nb_word(me, k, SINGLE_POST + SHARE_WORDS * r + i) };
+                let to = word(3).load(Ordering::Acquire);
+                if to == 0 {
+                    continue;
+                }
+                let mut whole = usize::MAX;
+                let b = if beside { &mut whole } else { &mut *budget };
+                // SAFETY: `(r + 1) * block <= input.1` (checked above), readable (caller
+                // contract); the record is the reader's, which opened it with `to`.
+                unsafe {
+                    write_unclaimed(&word, input.0.add(r * block), (block, SHARE_SHIFT), to, b)
+                };
             }
-            if *budget == 0 {
-                break;
-            }
-            // SAFETY: our own post of `k`, stamped and open: the records are only accessed
-            // atomically; within `CAP` (checked at compile time).
-            let word = |i: usize| unsafe { seg.nb_word(me, k, SINGLE_POST + SHARE_WORDS * r + i) };
-            let to = word(3).load(Ordering::Acquire);
-            if to == 0 {
-                continue;
-            }
-            // SAFETY: `(r + 1) * block <= input.1` (checked above), readable (caller
-            // contract); the record is the reader's, which opened it with `to`.
-            unsafe {
-                write_unclaimed(
-                    &word,
-                    input.0.add(r * block),
-                    (block, SHARE_SHIFT),
-                    to,
-                    budget,
-                )
-            };
         }
     }
 
@@ -2491,6 +2565,7 @@ impl SmNb {
                                             (pid, addr),
                                             out.as_mut_ptr(),
                                             n,
+                                            true,
                                         )
                                     }
                                 } else {
