@@ -1712,29 +1712,7 @@ fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
                     .map(|(i, m)| vec![0xee; if i == short { m.len() / 2 } else { m.len() }])
                     .collect()
             });
-            let [g0, g1] = &mut got;
-            // The first half of each side's receives, then its sends; the second half of
-            // the receives once the peer's requests-to-send are in.
-            let mut rr: [Vec<ReqId>; 2] = [Vec::new(), Vec::new()];
-            for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
-                for m in g[..12].iter_mut() {
-                    rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
-                }
-            }
-            let mut open: Vec<(usize, ReqId)> = Vec::new();
-            for (r, ms) in sent.iter().enumerate() {
-                for m in ms {
-                    open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
-                }
-            }
-            for _ in 0..4 {
-                net.step();
-            }
-            for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
-                for m in g[12..].iter_mut() {
-                    rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
-                }
-            }
+            let (rr, mut open) = post_windows_both_ways(&net, &sent, &mut got);
             let mut passes = 0;
             loop {
                 open.retain(|&(r, q)| match net.e[r].test(q) {
@@ -1788,6 +1766,40 @@ fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
     }
 }
 
+/// Posts one window each way of `sent` (rank `r` sends `sent[r]` to `1 - r`, tag 3):
+/// the first 12 of each side's receives into `got`, then every send, 4 steps of both
+/// ranks, then the rest of the receives (posted after the peer's requests-to-send came).
+/// Returns each rank's receives in order and every send with its rank.
+#[allow(clippy::type_complexity)]
+fn post_windows_both_ways(
+    net: &Net,
+    sent: &[Vec<Vec<u8>>; 2],
+    got: &mut [Vec<Vec<u8>>; 2],
+) -> ([Vec<ReqId>; 2], Vec<(usize, ReqId)>) {
+    let [g0, g1] = got;
+    let mut rr: [Vec<ReqId>; 2] = [Vec::new(), Vec::new()];
+    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+        for m in g[..12].iter_mut() {
+            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+        }
+    }
+    let mut open: Vec<(usize, ReqId)> = Vec::new();
+    for (r, ms) in sent.iter().enumerate() {
+        for m in ms {
+            open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
+        }
+    }
+    for _ in 0..4 {
+        net.step();
+    }
+    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
+        for m in g[12..].iter_mut() {
+            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
+        }
+    }
+    (rr, open)
+}
+
 /// One window each way (bibw) of 24 rendezvous messages of 12-15 KiB over `net`, half the
 /// receives posted after the peer's requests-to-send came; checks every message and
 /// returns each rank's receives of the window pipelined and read alone.
@@ -1809,27 +1821,7 @@ fn window_both_ways(net: &Net, round: u8) -> [(u64, u64); 2] {
     });
     let mut got: [Vec<Vec<u8>>; 2] =
         std::array::from_fn(|r| sent[1 - r].iter().map(|m| vec![0xee; m.len()]).collect());
-    let [g0, g1] = &mut got;
-    let mut rr: [Vec<ReqId>; 2] = [Vec::new(), Vec::new()];
-    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
-        for m in g[..12].iter_mut() {
-            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
-        }
-    }
-    let mut open: Vec<(usize, ReqId)> = Vec::new();
-    for (r, ms) in sent.iter().enumerate() {
-        for m in ms {
-            open.push((r, net.isend(r, 1 - r, 3, m, SendMode::Standard)));
-        }
-    }
-    for _ in 0..4 {
-        net.step();
-    }
-    for (r, g) in [(0usize, &mut *g0), (1, &mut *g1)] {
-        for m in g[12..].iter_mut() {
-            rr[r].push(net.irecv(r, (1 - r) as i32, 3, &mut m[..]));
-        }
-    }
+    let (rr, mut open) = post_windows_both_ways(net, &sent, &mut got);
     let mut passes = 0;
     while !open.is_empty() {
         open.retain(|&(r, q)| net.e[r].test(q).is_none());
