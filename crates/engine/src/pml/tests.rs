@@ -1641,25 +1641,8 @@ fn windows_through_the_bulk_stream_area_arrive_intact_with_late_receives_and_tru
             .iter_mut()
             .map(|g| net.irecv(1, 0, 3, &mut g[..]))
             .collect();
-        let (mut passes, mut open) = (0, sr);
-        loop {
-            open.retain(|&r| match net.e[0].test(r) {
-                Some(st) => {
-                    assert_eq!(st.error, None, "round {round}: a send");
-                    false
-                }
-                None => true,
-            });
-            if open.is_empty() {
-                break;
-            }
-            for _ in 0..8 {
-                net.e[0].progress();
-            }
-            net.e[1].progress();
-            passes += 1;
-            assert!(passes < PATIENCE, "round {round} hangs");
-        }
+        let open = sr.into_iter().map(|r| (0, r)).collect();
+        sends_done_with_a_slow_rank_1(&net, open, &format!("round {round}"));
         for (i, r) in rr.into_iter().enumerate() {
             let st = net.done(1, r);
             let k = got[i].len();
@@ -1712,26 +1695,8 @@ fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
                     .map(|(i, m)| vec![0xee; if i == short { m.len() / 2 } else { m.len() }])
                     .collect()
             });
-            let (rr, mut open) = post_windows_both_ways(&net, &sent, &mut got);
-            let mut passes = 0;
-            loop {
-                open.retain(|&(r, q)| match net.e[r].test(q) {
-                    Some(st) => {
-                        assert_eq!(st.error, None, "{placement:?} round {round}: a send");
-                        false
-                    }
-                    None => true,
-                });
-                if open.is_empty() {
-                    break;
-                }
-                for _ in 0..8 {
-                    net.e[0].progress();
-                }
-                net.e[1].progress();
-                passes += 1;
-                assert!(passes < PATIENCE, "{placement:?} round {round} hangs");
-            }
+            let (rr, open) = post_windows_both_ways(&net, &sent, &mut got);
+            sends_done_with_a_slow_rank_1(&net, open, &format!("{placement:?} round {round}"));
             for r in 0..2 {
                 for (i, &q) in rr[r].iter().enumerate() {
                     let st = net.done(r, q);
@@ -1763,6 +1728,31 @@ fn windows_both_ways_through_the_bulk_stream_area_pipelined_near_read_far() {
                 ),
             }
         }
+    }
+}
+
+/// Progresses `net` until every send of `open` (rank, request) completed without an
+/// error, rank 1 once for every 8 passes of rank 0 (a slow receiver); `what` names the
+/// case in the failures.
+fn sends_done_with_a_slow_rank_1(net: &Net, mut open: Vec<(usize, ReqId)>, what: &str) {
+    let mut passes = 0;
+    loop {
+        open.retain(|&(r, q)| match net.e[r].test(q) {
+            Some(st) => {
+                assert_eq!(st.error, None, "{what}: a send");
+                false
+            }
+            None => true,
+        });
+        if open.is_empty() {
+            break;
+        }
+        for _ in 0..8 {
+            net.e[0].progress();
+        }
+        net.e[1].progress();
+        passes += 1;
+        assert!(passes < PATIENCE, "{what} hangs");
     }
 }
 
