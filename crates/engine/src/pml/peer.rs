@@ -243,21 +243,43 @@ impl Peer {
             Sample::Unmeasured { at, .. } => self.last_end = at,
             Sample::Skipped { .. } | Sample::Period { .. } => {}
         }
-        let slow = self.two_way.near_slow();
+        let slow = self.near_slow_logged();
         if let Some(s) = self.two_way.ended(s, sending) {
             self.record_two_way(p, s);
         }
-        log_near_slow(slow, self.two_way.near_slow(), p);
+        self.log_near_slow(slow, p);
     }
 
     /// Our last rendezvous send to this peer (world rank `p`) ended at `now`
     /// ([`TwoWay::sends_done`]).
     pub(crate) fn sends_done(&mut self, p: usize, now: u64) {
-        let slow = self.two_way.near_slow();
+        let slow = self.near_slow_logged();
         if let Some(s) = self.two_way.sends_done(now) {
             self.record_two_way(p, s);
         }
-        log_near_slow(slow, self.two_way.near_slow(), p);
+        self.log_near_slow(slow, p);
+    }
+
+    /// The size classes whose near streams found the pipeline slow
+    /// ([`TwoWay::near_slow`]), only while their change is logged (verbose level 20): the
+    /// rendezvous paths that end a measurement look at no more than one level otherwise.
+    fn near_slow_logged(&self) -> Option<u8> {
+        BTL.enabled(20).then(|| self.two_way.near_slow())
+    }
+
+    /// Says at verbose level 20 which size classes' near streams from `peer` found the
+    /// pipeline slow since `before` ([`Peer::near_slow_logged`] before the measurement).
+    fn log_near_slow(&self, before: Option<u8>, peer: usize) {
+        let Some(before) = before else { return };
+        let new = self.two_way.near_slow() & !before;
+        if new != 0 {
+            oxmpi_base::verbose!(
+                BTL,
+                20,
+                "sm: streams both ways with rank {peer} (size classes {new:#06b}): the pipeline \
+                 measured slow, now the streams' chooser (the CPUs are far apart)"
+            );
+        }
     }
 
     /// Feeds `s` to the two-way chooser of its size class, the exchanges' one if
@@ -305,20 +327,6 @@ impl Peer {
                 true,
             );
         }
-    }
-}
-
-/// Says at verbose level 20 which size classes' near streams from `peer` found the
-/// pipeline slow (`TwoWay::near_slow`'s bits, `before` and `after` a measurement).
-fn log_near_slow(before: u8, after: u8, peer: usize) {
-    let new = after & !before;
-    if new != 0 {
-        oxmpi_base::verbose!(
-            BTL,
-            20,
-            "sm: streams both ways with rank {peer} (size classes {new:#06b}): the pipeline \
-             measured slow, now the streams' chooser (the CPUs are far apart)"
-        );
     }
 }
 
