@@ -342,7 +342,7 @@ impl State {
 
     /// Whether `dest`'s CPU is taken to be far (placement `far`, or sensed).
     #[inline(always)]
-    pub(crate) fn far_to(&self, dest: i32) -> bool {
+    fn far_to(&self, dest: i32) -> bool {
         self.placement == Placement::Far || self.peers[dest as usize].place.far()
     }
 

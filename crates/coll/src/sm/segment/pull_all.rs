@@ -48,7 +48,8 @@ pub const REDUCE_SCATTER_PAIR_WRITTEN: RangeInclusive<usize> = (16 << 10) + 1..=
 /// place at np=2 it led the cross-memory copies at 4 KiB blocks (medians of interleaved
 /// launches under load, near 3.59 to 2.81 us, far 6.26 to 5.46) but lost far at 8 KiB
 /// blocks (9.0 against 11.5-12.8 us; session 51, s51-coll2, in `spot-checks-wave2.md`).
-pub const IREDUCE_SCATTER_PAIR_WRITTEN: RangeInclusive<usize> = (8 << 10) + 1..=2 << 20;
+pub const IREDUCE_SCATTER_PAIR_WRITTEN: RangeInclusive<usize> =
+    (8 << 10) + 1..=*REDUCE_SCATTER_PAIR_WRITTEN.end();
 
 impl Seg {
     /// Allreduce of `dst` on a communicator of two ranks that reach each other by CMA
