@@ -40,12 +40,8 @@ static void check_sum(const int *r, int len, int at, int p, int add, const char 
 }
 
 int main(int argc, char **argv) {
-    if (pin_by_rank() != 0) return 3;
-    MPI_Init(&argc, &argv);
     int rank, p;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &p);
-    check_rank_ = rank;
+    if (init_pinned(&argc, &argv, &rank, &p) != 0) return 3;
     MPI_Op nc;
     CHECK_RC(MPI_Op_create(lin, 0, &nc));
     const int blocks[] = {1100, 4096, 16384, 65536 / 4 * 2};

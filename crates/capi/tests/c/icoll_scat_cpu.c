@@ -55,12 +55,8 @@ static void one(int rank, int p, size_t n, int root, int ip, int late, int salt,
 }
 
 int main(int argc, char **argv) {
-    if (pin_by_rank() != 0) return 3;
-    MPI_Init(&argc, &argv);
     int rank, p;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &p);
-    check_rank_ = rank;
+    if (init_pinned(&argc, &argv, &rank, &p) != 0) return 3;
     /* A blocking collective first: the nonblocking ones take the segment it made. */
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     const size_t sizes[] = {2 << 16, (2 << 16) + 1, 200003, 1 << 20};

@@ -1,5 +1,6 @@
-/* Shared by coll_rs_cpu.c and icoll_rs_cpu.c (the reduce-scatters' fold by CPU): the
- * pinning of each rank to one CPU before MPI_Init, a non-commutative op and the values. */
+/* Shared by coll_rs_cpu.c and icoll_rs_cpu.c (the reduce-scatters' fold by CPU) and
+ * icoll_scat_cpu.c: the pinning of each rank to one CPU before MPI_Init, a non-commutative
+ * op and the values. Include after check.h. */
 #ifndef OXMPI_TEST_RS_CPU_H
 #define OXMPI_TEST_RS_CPU_H
 #include <sched.h>
@@ -20,6 +21,17 @@ static int pin_by_rank(void) {
         CPU_SET(cpus[atoi(rk) % n], &one);
         if (sched_setaffinity(0, sizeof one, &one) != 0) return 1;
     }
+    return 0;
+}
+
+/* Pins this process (pin_by_rank), then MPI_Init, and gives its rank (also CHECK's) and
+ * the size of MPI_COMM_WORLD. Non-zero if the pinning failed (before MPI_Init). */
+static int init_pinned(int *argc, char ***argv, int *rank, int *p) {
+    if (pin_by_rank() != 0) return 1;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, p);
+    check_rank_ = *rank;
     return 0;
 }
 
