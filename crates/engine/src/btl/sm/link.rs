@@ -133,16 +133,6 @@ impl Link for SmLink {
         self.tx.answer_next();
     }
 
-    // Every record's header is written after its payload: the header shares the record's
-    // first cache line with the frame word, which an idle consumer polls (it waits at the
-    // head of the ring for the next record). Written first, that line was taken from the
-    // polling consumer twice per record: for the header, then again for the frame word
-    // after the payload's copy, during which the consumer had read it back (and `memcpy`
-    // (glibc's, of more than 8 vectors) stores a payload's first bytes last, so the line was
-    // taken a second time even before the frame word). Written last, the header, the
-    // payload's first bytes and the frame word follow each other within nanoseconds. Only
-    // the order of the stores changes: the record is published by the frame word
-    // (`Producer::push`, `Release`) as before.
     #[inline]
     unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
         self.tx.note_inbound(self.rx.consumed());
@@ -164,36 +154,34 @@ impl Link for SmLink {
                     // SAFETY: the ring gives SHORT_HDR + ALIGN_SLACK + len writable bytes,
                     // 8-byte aligned, and pad <= ALIGN_SLACK (the ring's records start on
                     // slots); `Hdr` is `repr(C)` with kind, flags, _r, ctx, src and tag in
-                    // its first SHORT_HDR bytes; the caller guarantees the payload. The
-                    // header goes in last (see `try_send`).
+                    // its first SHORT_HDR bytes; the caller guarantees the payload.
                     unsafe {
-                        crate::mem::copy(payload, d.add(SHORT_HDR + pad), len);
                         std::ptr::copy_nonoverlapping(
                             (&h as *const Hdr).cast::<u8>(),
                             d,
                             SHORT_HDR,
                         );
+                        crate::mem::copy(payload, d.add(SHORT_HDR + pad), len);
                     }
                 });
             }
             return self.tx.push(SHORT_HDR + len, |d| {
                 // SAFETY: the ring gives SHORT_HDR + len writable bytes, 8-byte aligned;
                 // `Hdr` is `repr(C)` with kind, flags, _r, ctx, src and tag in its first
-                // SHORT_HDR bytes; the caller guarantees the payload. The header goes in
-                // last (see `try_send`).
+                // SHORT_HDR bytes; the caller guarantees the payload.
                 unsafe {
+                    std::ptr::copy_nonoverlapping((hdr as *const Hdr).cast::<u8>(), d, SHORT_HDR);
                     // (small payloads inline, without a call into `memcpy`)
                     crate::mem::copy(payload, d.add(SHORT_HDR), len);
-                    std::ptr::copy_nonoverlapping((hdr as *const Hdr).cast::<u8>(), d, SHORT_HDR);
                 }
             });
         }
         self.tx.push(HDR + len, |d| {
             // SAFETY: the ring gives HDR + len writable bytes, 8-byte aligned; the caller
-            // guarantees the payload. The header goes in last (see `try_send`).
+            // guarantees the payload.
             unsafe {
-                crate::mem::copy(payload, d.add(HDR), len);
                 d.cast::<Hdr>().write(*hdr);
+                crate::mem::copy(payload, d.add(HDR), len);
             }
         })
     }
