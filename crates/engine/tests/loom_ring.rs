@@ -10,19 +10,13 @@ const CAP: usize = 256;
 /// Streams records of `lens` bytes through a ring of `cap` bytes, one producer thread and
 /// one consumer, checking every byte and the order.
 fn stream(cap: usize, lens: &'static [usize]) {
-    stream_with(cap, None, None, lens)
-}
-
-fn stream_hot(cap: usize, hot: Option<usize>, lens: &'static [usize]) {
-    stream_with(cap, hot, None, lens)
+    stream_hot(cap, None, lens)
 }
 
 /// As [`stream`], with the producer keeping to the first `hot` bytes when it finds the ring
 /// empty (`Producer::hot_wrap`; it loads `tail` before each record, as on a ping-pong's
-/// turn, so that it starts over early whenever the consumer has caught up); and with the
-/// consumer publishing `tail` only every `batch` bytes while records wait
-/// (`Consumer::publish_batch`; it always publishes when it catches up).
-fn stream_with(cap: usize, hot: Option<usize>, batch: Option<u64>, lens: &'static [usize]) {
+/// turn, so that it starts over early whenever the consumer has caught up).
+fn stream_hot(cap: usize, hot: Option<usize>, lens: &'static [usize]) {
     loom::model(move || {
         let ctl = Arc::new(RingCtl::new());
         // u64 storage keeps the data area 8-byte aligned (frames are read as u64).
@@ -32,9 +26,6 @@ fn stream_with(cap: usize, hot: Option<usize>, batch: Option<u64>, lens: &'stati
         let mem = unsafe { RingMem::from_parts(Arc::as_ptr(&ctl), data_ptr, cap) };
         let mut prod = Producer::new(mem.clone());
         let mut cons = Consumer::new(mem);
-        if let Some(b) = batch {
-            cons.publish_batch(b);
-        }
         if let Some(h) = hot {
             prod.hot_wrap(h);
         }
@@ -113,24 +104,4 @@ fn large_records_leave_slots_the_producer_scrubs() {
 #[test]
 fn early_pads_keep_a_ping_pong_at_the_start() {
     stream_hot(CAP, Some(64), &[8, 100, 40, 8]);
-}
-
-/// `tail` published per drain: the consumer publishes only when the record it released
-/// leaves nothing at its position. Four one-slot records fill the 128-byte ring exactly,
-/// so the fifth waits for that publication (a consumer that keeps freed space hidden once
-/// it has caught up leaves both threads waiting for ever); the fifth lands on slot 0 of
-/// the next lap, where the first record's frame stays (its lap's parity tells them apart).
-#[test]
-fn tail_published_when_the_consumer_catches_up() {
-    stream_with(128, None, Some(u64::MAX), &[8, 8, 8, 8, 8]);
-}
-
-/// The same with a pad: the third record (64 bytes at 96) pads the end and needs the
-/// first record's space published, which the consumer does after it (if the second is not
-/// there yet) or after the second (caught up); and with a batch of 64 bytes, which
-/// publishes after the first record whatever follows.
-#[test]
-fn tail_published_per_drain_across_a_pad() {
-    stream_with(128, None, Some(u64::MAX), &[40, 8, 40]);
-    stream_with(128, None, Some(64), &[40, 8, 40]);
 }

@@ -55,22 +55,12 @@
 //! cache with `cldemote` once published, so that the waiting consumer's copy reads them
 //! from there rather than from our core; a hint too.
 //!
-//! **`tail` published per drain.** The consumer does not publish `tail` after every record:
-//! only when the record it released leaves nothing at its position (it has caught up: the
-//! end of a drain, and every record of a ping-pong), or when [`Consumer::publish_batch`]
-//! bytes (an eighth of the ring) went unpublished, as the peers' receivers publish their
-//! position now and then. So a drained ring is always published: the producer never waits
-//! on a `tail` that hides space the consumer has freed while the consumer has nothing left
-//! to read (it publishes before it waits for more); while records are waiting, it publishes
-//! when it has read them, or each eighth of the ring.
-//!
 //! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
 //! consumer loads it with `Acquire` before reading the payload. The consumer clears the
 //! record's inner slot words and then publishes `tail` (bytes consumed, never wraps) with
-//! `Release` (the clears of every record it covers come before it); the producer loads `tail`
-//! with `Acquire` (only when its cached copy says the ring is full) before reusing the space.
-//! A record and its neighbour in the same line are distinct bytes: the consumer clearing one
-//! while the producer writes the other is no race.
+//! `Release`; the producer loads `tail` with `Acquire` (only when its cached copy says the ring
+//! is full) before reusing the space. A record and its neighbour in the same line are
+//! distinct bytes: the consumer clearing one while the producer writes the other is no race.
 //!
 //! The model test in `tests/loom_ring.rs` (`RUSTFLAGS="--cfg loom" cargo test -p oxmpi-engine
 //! --test loom_ring --release`) checks these orderings with loom, including data races on the
@@ -714,10 +704,6 @@ pub struct Consumer {
     warm_mark: usize,
     /// [`LAP`] in the frames of the lap `pos` lies in, else 0.
     lap: u64,
-    /// The `tail` last published (see the module notes: published per drain).
-    published: u64,
-    /// Unpublished bytes that make [`Consumer::release`] publish even while records wait.
-    batch: u64,
 }
 
 impl Consumer {
@@ -729,20 +715,10 @@ impl Consumer {
             lap: lap_of(tail, mem.cap),
             warm: mem.cap,
             warm_mark: mem.cap,
-            batch: (mem.cap / 8).max(SLOT) as u64,
             mem,
             tail,
-            published: tail,
             current: None,
         }
-    }
-
-    /// Publishes `tail` at the latest once `bytes` consumed bytes went unpublished while
-    /// records were waiting behind them (default: an eighth of the ring; `u64::MAX`: only
-    /// when the consumer has caught up). The consumer publishes whenever it catches up
-    /// anyway.
-    pub fn publish_batch(&mut self, bytes: u64) {
-        self.batch = bytes.max(1);
     }
 
     /// As [`Producer::warm_ahead`], for the consumer's mapping of the ring: once it has
@@ -815,17 +791,7 @@ impl Consumer {
             }
             self.tail += total as u64;
             self.advance(pos, total);
-            // Published when nothing is at the new position (a drain's end: the producer
-            // must not wait on a `tail` that hides freed space while we wait for more), or
-            // once `batch` bytes went unpublished. While records wait, the next release
-            // looks again.
-            if self.tail - self.published >= self.batch
-                || self.mem.frame(self.pos).load(Ordering::Relaxed) & (VALID | LAP)
-                    != VALID | self.lap
-            {
-                self.published = self.tail;
-                self.mem.ctl().tail.store(self.tail, Ordering::Release);
-            }
+            self.mem.ctl().tail.store(self.tail, Ordering::Release);
             if pos + total > self.warm_mark {
                 warm_rest(&self.mem, &mut self.warm, &mut self.warm_mark);
             }
@@ -921,22 +887,12 @@ mod tests {
 
     /// Two threads, many laps, sizes crossing slot and line boundaries: every record arrives
     /// intact and in order (checks the slot-clearing that makes polling one word safe).
-    /// (Also with `tail` published only when the consumer catches up: the producer, often
-    /// short of space, still goes on.)
     #[test]
     fn threads_stream_records_intact() {
-        threads_stream(None);
-        threads_stream(Some(u64::MAX));
-    }
-
-    fn threads_stream(batch: Option<u64>) {
         let mut buf = Box::new(Buf([0; CTL_BYTES + BUF]));
         // SAFETY: buf outlives both threads (joined in scope).
         let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), 1024) };
         let (mut p, mut c) = (Producer::new(mem.clone()), Consumer::new(mem));
-        if let Some(b) = batch {
-            c.publish_batch(b);
-        }
         let n = 20_000u32;
         let len_of = |i: u32| ((i * 7919) % 300) as usize;
         std::thread::scope(|s| {
@@ -1105,85 +1061,6 @@ mod tests {
         });
         assert_eq!(pop(&mut c), None);
         drop(buf);
-    }
-
-    /// The published `tail`.
-    fn published(c: &Consumer) -> u64 {
-        c.mem.ctl().tail.load(Ordering::Acquire)
-    }
-
-    /// `tail` is published per drain: while records wait behind the ones consumed, the
-    /// consumer publishes only every `batch` bytes (never, with `u64::MAX`), so a producer
-    /// that filled the ring exactly stays full while the consumer drains it in several polls;
-    /// once the consumer has caught up, `tail` is published and the producer finds the whole
-    /// ring free again: it fills it exactly once more. Records of one slot (32 bytes, 32 to a
-    /// 1 KiB ring), of 96 bytes (a pad of 64 at every lap's end) and mixed sizes (pads where
-    /// they fall), over many laps.
-    #[test]
-    fn tail_published_per_drain_and_a_full_ring_freed() {
-        let cap = 1024usize;
-        for batch in [u64::MAX, 256, 32, 1] {
-            for lens in [&[8usize][..], &[88], &[8, 88, 300, 40, 0, 150, 24, 500]] {
-                let mut buf = Buf([0; CTL_BYTES + BUF]);
-                let (mut p, mut c) = ring_of(&mut buf, cap);
-                c.publish_batch(batch);
-                let mut seq = 0u64;
-                for round in 0..60usize {
-                    // Fill the ring: push until the producer finds it full.
-                    let mut sent = std::collections::VecDeque::new();
-                    let mut bytes = 0;
-                    loop {
-                        let m = frame_like(lens[seq as usize % lens.len()], seq);
-                        if !push(&mut p, &m) {
-                            break;
-                        }
-                        bytes += record_bytes(m.len());
-                        seq += 1;
-                        sent.push_back(m);
-                    }
-                    assert!(!sent.is_empty(), "full while empty (round {round})");
-                    if lens.len() == 1 {
-                        // Exactly full: the records (and the pad at the end) fill the area.
-                        let per_lap = cap / record_bytes(lens[0]);
-                        assert!(sent.len() >= per_lap - 1, "round {round}");
-                        assert!(bytes + record_bytes(lens[0]) > cap - cap % record_bytes(lens[0]));
-                    }
-                    // Drain in polls of `k` records, the producer trying to push in between.
-                    let k = 1 + round % 4;
-                    let start = published(&c);
-                    let mut extra = 0;
-                    while !sent.is_empty() {
-                        for _ in 0..k {
-                            if let Some(m) = sent.pop_front() {
-                                assert_eq!(pop(&mut c), Some(m), "round {round}");
-                            }
-                        }
-                        let unpublished = c.consumed() - published(&c);
-                        if sent.is_empty() {
-                            assert_eq!(unpublished, 0, "drained, not published (round {round})");
-                        } else if batch == u64::MAX {
-                            assert_eq!(published(&c), start, "published while records wait");
-                            let m = frame_like(lens[seq as usize % lens.len()], seq);
-                            assert!(!push(&mut p, &m), "space before it was published");
-                        } else {
-                            assert!(
-                                unpublished < batch,
-                                "round {round}: {unpublished} unpublished"
-                            );
-                            // The producer takes what was published (a few records a round).
-                            let m = frame_like(lens[seq as usize % lens.len()], seq);
-                            if extra < 3 && push(&mut p, &m) {
-                                extra += 1;
-                                seq += 1;
-                                sent.push_back(m);
-                            }
-                        }
-                    }
-                    assert!(!c.ready());
-                    assert!(p.is_drained(), "round {round}");
-                }
-            }
-        }
     }
 
     /// The consumer leaves frames in place (the lap's parity tells a lap's records from the
@@ -1558,7 +1435,6 @@ mod tests {
             Pop,
             Hot(usize),
             Drained,
-            Batch(u64),
         }
 
         fn op() -> impl Strategy<Value = Op> {
@@ -1567,8 +1443,6 @@ mod tests {
                 4 => Just(Op::Pop),
                 1 => (0usize..9000).prop_map(|h| Op::Hot(h / SLOT * SLOT)),
                 1 => Just(Op::Drained),
-                1 => prop_oneof![Just(32u64), Just(256), Just(2048), Just(u64::MAX)]
-                    .prop_map(Op::Batch),
             ]
         }
 
@@ -1602,13 +1476,10 @@ mod tests {
                             prop_assert_eq!(pop(&mut c), model.pop_front());
                             if model.is_empty() {
                                 prop_assert!(!c.ready());
-                                // Caught up: everything consumed is published.
-                                prop_assert_eq!(published(&c), c.consumed());
                             }
                         }
                         Op::Hot(h) => p.hot_wrap(h),
                         Op::Drained => prop_assert_eq!(p.is_drained(), model.is_empty()),
-                        Op::Batch(b) => c.publish_batch(b),
                     }
                     // The count of dirty slots is the bitmap's.
                     let set: u32 = p.dirty.iter().map(|w| w.count_ones()).sum();
