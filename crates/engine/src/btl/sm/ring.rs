@@ -14,28 +14,19 @@
 //!
 //! **Two small messages per cache line.** The consumer does not read a producer index: it
 //! polls the frame word at its own position. This works because the first 8 bytes of every
-//! slot the consumer may reach are zero or a frame of the last lap: after consuming a record
-//! it clears the first word of each of the record's slots but the frame's (large records:
-//! below), and every frame carries the parity of its lap of the data area ([`LAP`]), so the
-//! frame a record of the last lap left reads as nothing. So the word at the consumer's
-//! position is either nothing or the frame of the next record, and a record of up to
+//! slot the consumer may reach are zero: after consuming a record it clears the first word
+//! of each of the record's slots (they are in its cache already; large records: below). So the word at the
+//! consumer's position is either zero or the frame of the next record, and a record of up to
 //! 32 bytes (frame included: the sm link's compact eager header leaves 8 payload bytes) takes
 //! half a line: when the producer runs ahead, as in a window of small sends, one cache-line
 //! transfer carries two messages. (Slots of 32 bytes rather than whole lines cost nothing
 //! when the consumer is caught up: the producer's write of the second half then moves the
-//! line once more, as a new line would.) A consumed one-slot record is not written at all:
-//! the consumer only reads the ring's lines, so the producer's next lap takes each line
-//! back with an invalidation rather than a fetch of a line the consumer modified, and the
-//! consumer's stores are not held up behind misses on them (near bw 1-8 B: the receiver's
-//! `MPI_Waitall` about 52 ns per message before, below Open MPI's 38-39 and MPICH's 40-42).
-//! A slot the last lap did not write (under its pad) may still hold the frame of the lap
-//! before, whose parity is this lap's: the producer zeroes such a slot (`Producer::stale`)
-//! when a record ends on it, before publishing the record.
+//! line once more, as a new line would.)
 //!
 //! **Large records are not cleared.** Clearing the slots of a record of several lines wrote
 //! every one of its lines in the consumer's cache, so the producer's next lap had to fetch
-//! each line back from the consumer's core. The consumer clears no word of a record of
-//! [`LARGE`] bytes or more; the first words of its other slots keep payload. The
+//! each line back from the consumer's core. The consumer clears only the frame word of a
+//! record of [`LARGE`] bytes or more; the first words of its other slots keep payload. The
 //! producer remembers those slots (`Producer::dirty`, one bit per slot, in its own memory)
 //! and, when a record it writes ends on such a slot, stores zero there before it publishes
 //! the record, so the word at the consumer's next position is still zero or a frame. That
@@ -57,7 +48,7 @@
 //!
 //! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
 //! consumer loads it with `Acquire` before reading the payload. The consumer clears the
-//! record's inner slot words and then publishes `tail` (bytes consumed, never wraps) with
+//! record's slot words and then publishes `tail` (bytes consumed, never wraps) with
 //! `Release`; the producer loads `tail` with `Acquire` (only when its cached copy says the ring
 //! is full) before reusing the space. A record and its neighbour in the same line are
 //! distinct bytes: the consumer clearing one while the producer writes the other is no race.
@@ -83,10 +74,6 @@ pub const CTL_BYTES: usize = LINE;
 pub const FRAME: usize = 8;
 const VALID: u64 = 1 << 63;
 const PAD: u64 = 1 << 62;
-/// The lap's parity: set in the frames of every other lap of the data area, so that a frame
-/// of the last lap, which the consumer leaves in place, does not read as a record of this
-/// one (see the module notes).
-const LAP: u64 = 1 << 61;
 /// Records of at least this many bytes (frame and padding included: four cache lines) are
 /// *large*: the consumer clears only their frame word (see the module notes). (Smaller under
 /// loom, so that the model's small rings hold large records.)
@@ -218,17 +205,6 @@ impl RingCtl {
 impl Default for RingCtl {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// [`LAP`] if the byte `abs` bytes from the start of the stream (records and pads) lies in
-/// an odd lap of a data area of `cap` bytes, else 0.
-#[inline]
-fn lap_of(abs: u64, cap: usize) -> u64 {
-    if (abs / cap as u64) & 1 == 1 {
-        LAP
-    } else {
-        0
     }
 }
 
@@ -406,13 +382,6 @@ pub struct Producer {
     /// Whether the last record that started past `hot` started over (a ping-pong keeping to
     /// the ring's first bytes), so that the lines at 0 are the ones to ask for ahead.
     hot_lap: bool,
-    /// [`LAP`] in the frames of the lap `pos` lies in, else 0.
-    lap: u64,
-    /// Slots from this byte of the data area on were not written in the last lap (they lay
-    /// under its pad), so their first words may hold frames of the lap before it, whose
-    /// parity is this lap's: a record that ends there zeroes the slot it ends on before it
-    /// is published (`cap`: none).
-    stale: usize,
 }
 
 impl Producer {
@@ -421,7 +390,7 @@ impl Producer {
     /// counts as dirty until a record covers it.
     pub fn new(mem: RingMem) -> Producer {
         let cached_tail = mem.ctl().tail.load(Ordering::Acquire);
-        let (slots, cap) = (mem.cap / SLOT, mem.cap);
+        let slots = mem.cap / SLOT;
         let mut p = Producer {
             pos: (cached_tail % mem.cap as u64) as usize,
             dirty: vec![0; slots.div_ceil(64)],
@@ -436,8 +405,6 @@ impl Producer {
             turn: false,
             hot: slots * SLOT,
             hot_lap: false,
-            lap: lap_of(cached_tail, cap),
-            stale: cap,
         };
         if cached_tail != 0 {
             p.mark(0, p.mem.cap, true);
@@ -602,26 +569,15 @@ impl Producer {
                 self.mark(at, at + SLOT, false);
                 self.scrub(0);
             }
-            self.mem.frame(at).store(
-                VALID | PAD | self.lap | (to_end - FRAME as u64),
-                Ordering::Release,
-            );
+            self.mem
+                .frame(at)
+                .store(VALID | PAD | (to_end - FRAME as u64), Ordering::Release);
             self.head += to_end;
-            // The next lap: the slots under the pad keep what older laps left there.
-            self.lap ^= LAP;
-            self.stale = at + SLOT;
             at = 0;
         }
         let large = is_large(total as usize);
         if large || self.ndirty != 0 {
             self.note(at, total as usize, large);
-        }
-        let next = at + total as usize;
-        if next >= self.stale && next < self.mem.cap {
-            // The consumer polls there next; an older lap's frame may sit there (the slot lay
-            // under the last lap's pad). Published by the record's frame below.
-            self.mem.track_write(next, FRAME);
-            self.mem.frame(next).store(0, Ordering::Relaxed);
         }
         self.mem.track_write(at, FRAME + len);
         if !large && total as usize >= PREFETCH_MIN {
@@ -642,7 +598,7 @@ impl Producer {
         }
         self.mem
             .frame(at)
-            .store(VALID | self.lap | len as u64, Ordering::Release);
+            .store(VALID | len as u64, Ordering::Release);
         if self.turn && total as usize >= DEMOTE_MIN {
             self.turn = false;
             // SAFETY: `[at, at + total)` lies inside the data area.
@@ -653,10 +609,7 @@ impl Producer {
         let end = at + total as usize;
         self.pos = end;
         if self.pos == self.mem.cap {
-            // A lap that ends without a pad wrote every slot.
             self.pos = 0;
-            self.lap ^= LAP;
-            self.stale = self.mem.cap;
         }
         if end > self.warm_mark {
             // After publishing the record, so that the system call overlaps the consumer's
@@ -702,8 +655,6 @@ pub struct Consumer {
     /// As the producer's ([`Consumer::warm_ahead`]).
     warm: usize,
     warm_mark: usize,
-    /// [`LAP`] in the frames of the lap `pos` lies in, else 0.
-    lap: u64,
 }
 
 impl Consumer {
@@ -712,7 +663,6 @@ impl Consumer {
         let tail = mem.ctl().tail.load(Ordering::Relaxed);
         Consumer {
             pos: (tail % mem.cap as u64) as usize,
-            lap: lap_of(tail, mem.cap),
             warm: mem.cap,
             warm_mark: mem.cap,
             mem,
@@ -732,8 +682,7 @@ impl Consumer {
     /// at the consumer's position; no record is consumed). Cheap enough for idle polling.
     #[inline]
     pub fn ready(&self) -> bool {
-        self.current.is_some()
-            || self.mem.frame(self.pos).load(Ordering::Acquire) & (VALID | LAP) == VALID | self.lap
+        self.current.is_some() || self.mem.frame(self.pos).load(Ordering::Acquire) & VALID != 0
     }
 
     /// The next record, as (pointer to its bytes, length), without consuming it. Returns
@@ -749,8 +698,7 @@ impl Consumer {
         loop {
             let pos = self.pos;
             let f = self.mem.frame(pos).load(Ordering::Acquire);
-            if f & (VALID | LAP) != VALID | self.lap {
-                // Nothing, or the last lap's frame.
+            if f & VALID == 0 {
                 return Ok(None);
             }
             let len = (f & 0xffff_ffff) as usize;
@@ -758,7 +706,8 @@ impl Consumer {
                 return Err(RingCorrupt { pos: self.tail });
             }
             if f & PAD != 0 {
-                // Its frame stays (the lap's parity tells it from the next lap's records).
+                // The slots under the pad were cleared on the previous lap.
+                self.mem.frame(pos).store(0, Ordering::Relaxed);
                 self.tail += (FRAME + len) as u64;
                 self.advance(pos, FRAME + len);
                 continue;
@@ -781,14 +730,14 @@ impl Consumer {
     pub fn release(&mut self) {
         if let Some((pos, len)) = self.current.take() {
             let total = record_bytes(len);
-            // The frame word stays: the next lap's frames have the other parity, so the
-            // consumer writes no line of a one-slot record (the producer's next lap finds
-            // them unwritten by us). The other slots of a small record are cleared; those of
-            // a large one the producer scrubs where needed.
-            if !is_large(total) && total > SLOT {
-                self.mem.track_write(pos + SLOT, total - SLOT);
+            if is_large(total) {
+                // Only the frame: the producer scrubs the other slots where needed.
+                self.mem.track_write(pos, FRAME);
+            } else {
+                self.mem.track_write(pos, total);
                 self.mem.clear_slots(pos, total);
             }
+            self.mem.frame(pos).store(0, Ordering::Relaxed);
             self.tail += total as u64;
             self.advance(pos, total);
             self.mem.ctl().tail.store(self.tail, Ordering::Release);
@@ -805,7 +754,6 @@ impl Consumer {
         self.pos = pos + n;
         if self.pos >= self.mem.cap {
             self.pos = 0;
-            self.lap ^= LAP;
         }
     }
 }
@@ -920,7 +868,7 @@ mod tests {
     }
 
     /// Records of up to 24 bytes take one slot: two of them share a cache line, and a
-    /// consumed one leaves nothing that reads as a record on the next lap.
+    /// consumed one leaves its slots cleared for the next lap.
     #[test]
     fn small_records_share_a_line() {
         let mut buf = Buf([0; CTL_BYTES + BUF]);
@@ -1063,51 +1011,6 @@ mod tests {
         drop(buf);
     }
 
-    /// The consumer leaves frames in place (the lap's parity tells a lap's records from the
-    /// last lap's), so a slot under a pad keeps the frame of the lap before, whose parity is
-    /// the next lap's: the producer zeroes such a slot when a record of the next lap ends
-    /// on it, and the consumer never takes that frame for a record.
-    #[test]
-    fn frames_of_the_lap_before_a_pad_are_never_taken() {
-        let mut buf = Buf([0; CTL_BYTES + BUF]);
-        let (mut p, mut c) = ring(&mut buf);
-        let mut i = 0u64;
-        let mut one = |p: &mut Producer, c: &mut Consumer, at: Option<usize>| {
-            let m = frame_like(8, i);
-            assert!(push(p, &m), "record {i}");
-            let (pos, got) = pop_at(c).unwrap();
-            assert_eq!(got, m, "record {i}");
-            if let Some(at) = at {
-                assert_eq!(pos, at, "record {i}");
-            }
-            assert!(
-                !c.ready(),
-                "an old frame taken for a record after record {i}"
-            );
-            i += 1;
-        };
-        // Lap 0: one-slot records over the whole area.
-        for k in 0..1024 / SLOT {
-            one(&mut p, &mut c, Some(k * SLOT));
-        }
-        // Lap 1: 17 records, then one that does not fit before the end: a pad from byte 544
-        // on, over slots that keep lap 0's frames.
-        for k in 0..17 {
-            one(&mut p, &mut c, Some(k * SLOT));
-        }
-        let big = frame_like(504, 7);
-        assert!(push(&mut p, &big));
-        assert_eq!(pop_at(&mut c), Some((0, big)));
-        assert!(!c.ready());
-        for s in 18..1024 / SLOT {
-            assert_eq!(head_word(&buf, s) & (VALID | LAP | PAD), VALID, "slot {s}");
-        }
-        // Lap 2 (lap 0's parity): one-slot records through the slots under the pad, and on.
-        for k in 0..40 {
-            one(&mut p, &mut c, Some((512 + k * SLOT) % 1024));
-        }
-    }
-
     /// The first word of slot `s` of the data area.
     fn head_word(buf: &Buf, s: usize) -> u64 {
         let at = CTL_BYTES + s * SLOT;
@@ -1128,9 +1031,9 @@ mod tests {
         assert!(push(&mut p, &big));
         assert_eq!(pop(&mut c), Some(big.clone()));
         assert!(!c.ready());
-        // Slot 0 keeps the frame (of lap 0); slots 1.. still hold the payload's words,
-        // which read as frames.
-        assert_eq!(head_word(&buf, 0), VALID | len as u64);
+        // Slot 0 (the frame) cleared; slots 1.. still hold the payload's words, which read
+        // as frames.
+        assert_eq!(head_word(&buf, 0), 0);
         for s in 1..LARGE / SLOT {
             let w = u64::from_le_bytes(big[s * SLOT - 8..s * SLOT].try_into().unwrap());
             assert_eq!(
@@ -1304,9 +1207,9 @@ mod tests {
         }
         assert!(pads >= 15, "{pads} early pads");
         assert!(*starts.last().unwrap() <= hot);
-        // Nothing was ever written past hot + one record but the pads' frames (which stay:
-        // the lap's parity tells them from the next lap's records).
-        for s in (hot + 1024) / SLOT + 1..BUF / SLOT {
+        // The pads' frames were cleared by the consumer: no word in the area past the hot
+        // part reads as a frame (nothing was ever written past hot + one record).
+        for s in (hot + 1024) / SLOT..BUF / SLOT {
             assert_eq!(head_word(&buf, s), 0, "slot {s}");
         }
         // A stream: its first record starts over (the ring is empty), the others go on past
