@@ -16,8 +16,8 @@
  *          rooted v-forms and their references gatherv, scatterv, gather, scatter and the
  *          nonblocking igatherv, iscatterv, igather, iscatter (root $COLLINSTR_ROOT, default
  *          0: the counted rank 0 is the root, 1: a non-root), ibcast (root $COLLINSTR_ROOT),
- *          iallgather, iallgatherv, ialltoall, ialltoallv, ialltoallw (every block the
- *          same size); barrier and ibarrier (DTYPE and SIZE ignored)
+ *          iallgather, iallgatherv, ialltoall, ialltoallv, alltoallw and ialltoallw (every
+ *          block the same size, byte displacements); barrier and ibarrier (DTYPE and SIZE ignored)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
  *          or CHAR, INT, DOUBLE (MPI_SUM)
  *   SIZE   bytes of one buffer (of each rank's block for the reduce-scatters and the
@@ -150,6 +150,8 @@ int main(int argc, char **argv) {
       MPI_Barrier(MPI_COMM_WORLD);
     else if (!strcmp(test, "ibarrier"))
       MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "alltoallw"))
+      MPI_Alltoallw(sb, cnt, bdsp, tys, r, cnt, bdsp, tys, MPI_COMM_WORLD);
     else if (!strcmp(test, "ialltoallw"))
       MPI_Ialltoallw(sb, cnt, bdsp, tys, r, cnt, bdsp, tys, MPI_COMM_WORLD, &rq);
     else

@@ -14,6 +14,8 @@
  * calls.
  * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
  * check the direct paths on the user's buffers: guard items after every block.
+ * Alltoallv and alltoallw with negative displacements (the general path) and negative
+ * counts (MPI_ERR_COUNT on every rank).
  * Alltoalls of MPI_INT in place and not, each before a barrier, count as the component's
  * alltoalls, and those barriers do not meet (coll_sm_{alltoall,barrier_meet}_calls).
  * In-place reduces with a non-commutative user op keep rank order; MPI_INT and MPI_DOUBLE
@@ -376,6 +378,58 @@ static unsigned long long read_counter(MPI_T_pvar_session s, MPI_T_pvar_handle h
  * place and in place, each followed by a barrier: each counts as an alltoall of the
  * component when it runs there, so the barrier after it knows a collective came between and
  * does not meet (a barrier meets only right after a barrier); the data are checked too. */
+/* Alltoallv and alltoallw of MPI_CHAR on edges of their fast paths, which read the caller's
+ * count and displacement arrays in place: negative displacements (legal: both buffers are
+ * passed at their end, every block before it, in reverse rank order with a 2-byte gap)
+ * must take the general path and land right, the gaps untouched; a negative count (each
+ * rank's own block, on the send side, then on the receive side: every rank fails, none
+ * waits for another) must fail with MPI_ERR_COUNT and leave the receive buffer alone. */
+static void alltoallv_edges(void) {
+    enum { N = 3, STEP = N + 2 };
+    int span = size * STEP;
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    MPI_Datatype *ty = malloc(size * sizeof(MPI_Datatype));
+    signed char *s = malloc(span), *r = malloc(span);
+    signed char *send = s + span, *recv = r + span;
+    for (int j = 0; j < size; j++) {
+        sc[j] = rc[j] = N, sd[j] = rd[j] = -(j + 1) * STEP, ty[j] = MPI_CHAR;
+        for (int k = 0; k < N; k++) send[sd[j] + k] = val(rank, j * 1000 + k, 9);
+    }
+    for (int w = 0; w < 2; w++) {
+        memset(r, HOLE, span);
+        if (w)
+            CHECK_RC(MPI_Alltoallw(send, sc, sd, ty, recv, rc, rd, ty, MPI_COMM_WORLD));
+        else
+            CHECK_RC(MPI_Alltoallv(send, sc, sd, MPI_CHAR, recv, rc, rd, MPI_CHAR, MPI_COMM_WORLD));
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < STEP; k++)
+                CHECK(recv[rd[j] + k] == (k < N ? val(j, rank * 1000 + k, 9) : HOLE));
+    }
+    MPI_Comm c;
+    CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    CHECK_RC(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    CHECK_RC(MPI_Barrier(c)); /* makes its segment: the fast paths then see the counts */
+    for (int side = 0; side < 2; side++)
+        for (int w = 0; w < 2; w++) {
+            int *neg = side ? rc : sc;
+            neg[rank] = -1;
+            memset(r, HOLE, span);
+            int e = w ? MPI_Alltoallw(send, sc, sd, ty, recv, rc, rd, ty, c)
+                      : MPI_Alltoallv(send, sc, sd, MPI_CHAR, recv, rc, rd, MPI_CHAR, c);
+            int cls = MPI_SUCCESS;
+            MPI_Error_class(e, &cls);
+            if (cls != MPI_ERR_COUNT)
+                fprintf(stderr, "rank %d: %s, count -1 on the %s side: error class %d\n", rank,
+                        w ? "MPI_Alltoallw" : "MPI_Alltoallv", side ? "receive" : "send", cls);
+            CHECK(cls == MPI_ERR_COUNT);
+            for (int i = 0; i < span; i++) CHECK(r[i] == HOLE);
+            neg[rank] = N;
+        }
+    CHECK_RC(MPI_Comm_free(&c));
+    free(s), free(r), free(sc), free(sd), free(rc), free(rd), free(ty);
+}
+
 static void alltoall_counted(void) {
     MPI_T_pvar_session s;
     CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS);
@@ -600,6 +654,7 @@ int main(int argc, char **argv) {
         alltoallv_check(own, 0, inpl);
         alltoallv_check(own + 1, 0, inpl);
     }
+    alltoallv_edges();
     /* 4-byte items: vectors of 1 KiB around the 4 KiB buffer at every rank count */
     int isizes[] = {1, 14, 15, 1024 / size - 8, 1024 / size, 1024 / size + 1, 1100};
     for (size_t z = 0; z < sizeof isizes / sizeof isizes[0]; z++)
