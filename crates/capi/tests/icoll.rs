@@ -206,24 +206,6 @@ fn nonblocking_reduce_scatters_by_cpu_np3_to_8() {
     );
 }
 
-/// Exchanges of blocks moved by cross-memory copies with the ranks pinned to CPUs, block-wise
-/// and round-robin (`tests/c/coll_xchg_cpu.c`), where each rank takes its peers in the order
-/// their claims allow (first one whose memory no rank of another CPU is in): alltoall(v),
-/// ialltoall, allgather(v), iallgather(v), in place and not, blocks of 2^16 + 8, 200003 and
-/// 1 MiB bytes, ranks that come late, two outstanding completed in reverse order; every byte
-/// and the gaps between v blocks checked. At np 3, 4 and 8.
-#[test]
-fn exchanges_by_cpu_claims_np3_4_8() {
-    for pinning in ["block", "cyclic"] {
-        run_on(
-            "coll_xchg_cpu.c",
-            &[3, 4, 8],
-            pinning,
-            &["coll_xchg_cpu: all checks passed (129)"],
-        );
-    }
-}
-
 /// Nonblocking scatters of 128 KiB to 1 MiB blocks (cross-memory copies) with the ranks
 /// pinned to CPUs round-robin (`tests/c/icoll_scat_cpu.c`), where an in-place root shares
 /// its readers' copies and writes the whole blocks of the readers pinned to its own CPU

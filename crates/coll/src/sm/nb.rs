@@ -2713,18 +2713,12 @@ impl SmNb {
             }
             let mut bounce = Vec::new();
             // From rank `me + 1`, `me + 2`, ... (mod `p`), as the blocking form reads
-            // (`Seg::read_all`), each posted rank with something of ours left, but first
-            // one whose memory no rank of another CPU is in (`Seg::pick_claimed`).
-            let left = |r: usize| {
-                (far(scounts[r]) && self.pushed & 1 << r == 0)
-                    || (far(rcounts[r]) && self.moved & 1 << r == 0)
-            };
-            let mut todo: Vec<usize> = (1..p)
-                .map(|i| (me + i) % p)
-                .filter(|&r| any_far && left(r) && seg.stamped(r, k))
-                .collect();
-            while let Some((i, _claim)) = seg.pick_claimed(&todo) {
-                let r = todo.remove(i);
+            // (`Seg::read_all`): when every post is there, no two ranks read from the
+            // same rank at once.
+            for r in (1..p).map(|i| (me + i) % p).filter(|_| any_far) {
+                if !seg.stamped(r, k) {
+                    continue;
+                }
                 // Rank `r`'s far record for us (valid: a far block of its for us).
                 let e = word(r, 8 * me);
                 let at = ((e >> 32) & 0x7fff_ffff) as usize;

@@ -30,12 +30,6 @@
 //! own block, and its caches hold 3 of the pair's 6 MiB at 1 MiB instead of 4; faster
 //! when the two vCPUs share no cache) or reads the peer's (faster when they share one).
 //!
-//! Each rank takes its peers in its order (in place too: rank `me + 1` first), but first one
-//! whose memory no rank pinned to another CPU is copying from or into at that moment
-//! ([`Seg::pick_claimed`]): two CPUs' copies within one 2 MiB stretch of a process's memory
-//! at once both run slower, and ranks that share a CPU run their copies one after the other,
-//! so a fixed order does not keep the CPUs apart.
-//!
 //! Whether CMA works between the ranks (Yama, seccomp) is probed once per segment, at the
 //! first such alltoallv, in one more round on the segment; every rank then knows it.
 
@@ -43,7 +37,7 @@ use super::{Seg, DATA, NBUF};
 use crate::{arg_err, Result};
 use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Bytes per CMA call of a swap (the bounce buffer's size) with up to 2 ranks per online
 /// CPU ([`chunk_for`]). 256 KiB rather than 64: a 1 MiB block's half then takes 2 reads and
@@ -65,18 +59,13 @@ const CHUNK_CROWDED: usize = 64 << 10;
 /// The chunk of [`trade`] on a communicator of `p` ranks: [`CHUNK`], or [`CHUNK_CROWDED`]
 /// with more than 2 ranks per online CPU (the CPU count read once per process).
 pub(in crate::sm) fn chunk_for(p: usize) -> usize {
-    if crowded(p) {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(oxmpi_engine::sys::online_cpus);
+    if p > 2 * cpus {
         CHUNK_CROWDED
     } else {
         CHUNK
     }
-}
-
-/// Whether a communicator of `p` ranks has more than 2 ranks per online CPU (the CPU count
-/// read once per process).
-fn crowded(p: usize) -> bool {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    p > 2 * *CPUS.get_or_init(oxmpi_engine::sys::online_cpus)
 }
 
 /// Smallest own block, and smallest receive buffer (all blocks received), of an exchange
@@ -273,46 +262,6 @@ pub(in crate::sm) unsafe fn trade(
     Ok(())
 }
 
-/// A claim of a rank's memory by our cross-memory copies ([`Seg::pick_claimed`]): its bit in
-/// that rank's claim word, cleared when the claim drops.
-pub(in crate::sm) struct Claim<'a> {
-    word: Option<&'a AtomicU64>,
-    bit: u64,
-}
-
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        if let Some(w) = self.word {
-            w.fetch_and(!self.bit, Ordering::Relaxed);
-        }
-    }
-}
-
-/// [`Seg::pick_claimed`] over the claim words `word(r)`: `ours` has the bits of the ranks
-/// of our CPU (ours included), `bit` is ours.
-fn pick<'a>(
-    todo: &[usize],
-    word: impl Fn(usize) -> &'a AtomicU64,
-    ours: u64,
-    bit: u64,
-) -> Option<(usize, Claim<'a>)> {
-    for (i, &r) in todo.iter().enumerate() {
-        let w = word(r);
-        if w.load(Ordering::Relaxed) & !ours != 0 {
-            continue;
-        }
-        // Claimed by another CPU meanwhile: give it back and look further.
-        if w.fetch_or(bit, Ordering::Relaxed) & !ours != 0 {
-            w.fetch_and(!bit, Ordering::Relaxed);
-            continue;
-        }
-        return Some((i, Claim { word: Some(w), bit }));
-    }
-    let w = word(*todo.first()?);
-    w.fetch_or(bit, Ordering::Relaxed);
-    Some((0, Claim { word: Some(w), bit }))
-}
-
 impl Seg {
     /// Write our address table for alltoallv `k` into our buffer (its blocks did not fit):
     /// our pid, the address of `send` (in place: of the receive buffer, which holds the
@@ -378,50 +327,6 @@ impl Seg {
                 None => w.add(RECV).write_unaligned(0),
             }
         }
-    }
-
-    /// Rank `r`'s claim word (bytes 40..48 of its slot's first line): bit `q` set while rank
-    /// `q` copies from or into `r`'s memory by CMA in an exchange ([`Seg::pick_claimed`]).
-    fn claim_word(&self, r: usize) -> &AtomicU64 {
-        const _: () = assert!(48 <= super::LINE);
-        // SAFETY: bytes 40..48 of slot `r`'s first line: inside the mapping, 8-aligned, only
-        // accessed atomically.
-        unsafe { &*(self.base.add(r * super::SLOT + 40).cast::<AtomicU64>()) }
-    }
-
-    /// Of the ranks `todo` (in our preferred order) whose memory we still copy from or into
-    /// by CMA in an exchange, the one to do next (its index in `todo`, claimed until the
-    /// [`Claim`] drops): the first that no rank pinned to another CPU than ours claims now,
-    /// else the first (`None`: `todo` is empty).
-    ///
-    /// Two CPUs' cross-memory copies within one 2 MiB stretch of a process's memory at
-    /// once both run at about half speed (the kernel pins every 4 KiB page under the lock
-    /// of the page table that maps the stretch, whose line then crosses between the CPUs
-    /// at every page: session 51 measured 141-157 against ~80 us a 1 MiB read, far vCPUs).
-    /// A fixed order (rank `me + 1` first, ...) keeps the ranks apart only while they move
-    /// in step, which ranks sharing a CPU, one running its copies after the other, do not.
-    /// Session 52 traced every copy (`bench/c/cmaturns.c`; np=4 pinned 0,0,1,1, far,
-    /// loaded host): the blocking in-place alltoall of 1 MiB, which traded in rank order,
-    /// had ranks 1 and 2 in rank 0's memory at once whenever they ran together, 16-23 % of
-    /// its copy time beside another CPU in the same stretch, those copies 1.1-1.6 times
-    /// slower per MiB; the allgathers 0-24 %. With the claims 0-2 %; interleaved launches
-    /// far, 28-30 each: alltoall 1 MiB 1093 to 978 us, the others 2-5 % faster. A claim is
-    /// only a preference: nobody ever waits for one, so a rank that holds one while
-    /// descheduled, or never gives it up (it died), costs at most that speed, and the
-    /// copies are the same whichever order they run in. With more than 64 ranks nothing is
-    /// claimed (the preferred order), nor with more than 2 ranks per CPU ([`crowded`]), where
-    /// it was not shown faster (np=8 on 2 vCPUs, one loaded run, 8 launches each: the
-    /// allgathers in place 0.72-0.85 times base's speed far, within that run's spread).
-    pub(in crate::sm) fn pick_claimed(&self, todo: &[usize]) -> Option<(usize, Claim<'_>)> {
-        let (p, me) = (self.size, self.rank);
-        if p > 64 || crowded(p) {
-            return (!todo.is_empty()).then_some((0, Claim { word: None, bit: 0 }));
-        }
-        let mine = self.cpus[me];
-        let ours = (0..p)
-            .filter(|&q| q == me || (mine != 0 && self.cpus[q] == mine))
-            .fold(0u64, |m, q| m | 1 << q);
-        pick(todo, |r| self.claim_word(r), ours, 1 << me)
     }
 
     /// Word `i` of rank `r`'s posted alltoallv `k`.
@@ -743,15 +648,7 @@ impl Seg {
     fn swap_all(&self, k: u64, buf: &mut [u8], displs: &[usize]) -> io::Result<()> {
         let (p, me) = (self.size, self.rank);
         let mut bounce = Vec::new();
-        // From rank `me + 1` on, each trade when no other CPU is in the peer's memory
-        // ([`Seg::pick_claimed`]); in rank order as before with more than 2 ranks a CPU,
-        // where nothing is claimed.
-        let mut todo: Vec<usize> = match crowded(p) {
-            true => (0..p).filter(|&j| j != me).collect(),
-            false => (1..p).map(|i| (me + i) % p).collect(),
-        };
-        while let Some((i, _claim)) = self.pick_claimed(&todo) {
-            let j = todo.remove(i);
+        for j in (0..p).filter(|&j| j != me) {
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
             let (n, theirs) = unsafe { self.block(j, k, me) };
             if n == 0 {
@@ -937,19 +834,7 @@ impl Seg {
             return Ok(false);
         }
         let (mut ok, total) = (true, recv.len());
-        // Our own block first, then from rank `me + 1` on, each read when no other CPU is
-        // in the peer's memory ([`Seg::pick_claimed`]).
-        let mut todo: Vec<usize> = (1..p).map(|i| (me + i) % p).collect();
-        let mut own = true;
-        loop {
-            let (j, _claim) = if std::mem::take(&mut own) {
-                (me, None)
-            } else {
-                match self.pick_claimed(&todo) {
-                    Some((i, c)) => (todo.remove(i), Some(c)),
-                    None => break,
-                }
-            };
+        for j in (0..p).map(|i| (me + i) % p) {
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
             let (n, at) = unsafe { self.block(j, k, me) };
             if n != rcounts[j] || rdispls[j] + n > recv.len() {
@@ -1030,42 +915,6 @@ mod tests {
                 assert!(bounce.len() <= chunk.max(1));
             }
         }
-    }
-
-    /// [`pick`] takes the first rank whose memory no other CPU's rank claims (a claim by a
-    /// rank of our CPU does not count), else the first; the claim holds our bit until it
-    /// drops, and one given back after a lost race leaves the word as it was.
-    #[test]
-    fn pick_prefers_ranks_no_other_cpu_claims() {
-        // Ranks 0..4; we are rank 1, rank 0 shares our CPU (bits 0 and 1), 2 and 3 do not.
-        let words: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
-        let (ours, bit) = (0b0011, 0b0010);
-        let w = |r: usize| &words[r];
-        let at = |todo: &[usize]| pick(todo, w, ours, bit).map(|(i, c)| (todo[i], c));
-        assert!(at(&[]).is_none());
-        // Nothing claimed: the first, claimed until dropped.
-        let (r, c) = at(&[2, 3, 0]).expect("a rank");
-        assert_eq!((r, words[2].load(Ordering::Relaxed)), (2, bit));
-        drop(c);
-        assert_eq!(words[2].load(Ordering::Relaxed), 0);
-        // Rank 2's memory claimed by rank 3 (another CPU): the next one.
-        words[2].store(0b1000, Ordering::Relaxed);
-        let (r, c) = at(&[2, 3, 0]).expect("a rank");
-        assert_eq!(r, 3);
-        assert_eq!(words[2].load(Ordering::Relaxed), 0b1000, "left as it was");
-        drop(c);
-        // Claimed by rank 0 (our CPU): taken all the same, though rank 0's is free.
-        words[3].store(0b0001, Ordering::Relaxed);
-        let (r, c) = at(&[3, 0]).expect("a rank");
-        assert_eq!((r, words[3].load(Ordering::Relaxed)), (3, 0b0011));
-        drop(c);
-        assert_eq!(words[3].load(Ordering::Relaxed), 0b0001);
-        // Every one claimed by another CPU: the first, claimed with the other.
-        words[0].store(0b0100, Ordering::Relaxed);
-        let (r, c) = at(&[2, 0]).expect("a rank");
-        assert_eq!((r, words[2].load(Ordering::Relaxed)), (2, 0b1010));
-        drop(c);
-        assert_eq!(words[2].load(Ordering::Relaxed), 0b1000);
     }
 
     /// The chunk is [`CHUNK`] up to 2 ranks per online CPU and [`CHUNK_CROWDED`] above.
