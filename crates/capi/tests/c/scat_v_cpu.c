@@ -1,9 +1,9 @@
 /* Scatters of blocks too large for the shared-memory segment with every rank pinned to one
  * CPU (rank r on CPU r mod the CPUs it may use, pinned before MPI_Init), the case where the
- * root writes the blocks of the readers pinned to its own CPU itself (the blocking
- * MPI_Scatter and MPI_Scatterv: the reader posts where its block goes and waits for the
- * root's word; MPI_Iscatterv: the reader opens its block to the root and leaves it to it
- * for a few looks, then claims what is left) while the other CPU's readers read theirs:
+ * blocking root (MPI_Scatter, MPI_Scatterv) writes the blocks of the readers pinned to its
+ * own CPU whose 2 MiB stretch of its memory a reader of the other CPU reads too (the reader
+ * posts where its block goes and waits for the root's word) while the others read theirs,
+ * and where an in-place MPI_Iscatterv root shares its readers' copies:
  * MPI_Scatterv and MPI_Iscatterv with irregular counts (no multiple of a chunk or of 8)
  * whose blocks lie in the send buffer in reverse rank order with gaps, and with a zero
  * count and a small block among 1 MiB ones; MPI_Scatter of 200003 bytes and of 1 MiB. From

@@ -302,151 +302,35 @@ const SHARE_WORDS: usize = 4;
 const SHARE_FAILED: u64 = 1 << 32;
 /// Set in a scatter root's first word (its pid) when it shares its blocks ([`shares`]).
 const SHARED_POST: u64 = 1 << 40;
-/// Set beside [`SHARED_POST`] when the root writes only the blocks of the readers of its
-/// own CPU ([`Seg::root_writes`]; no budget for the others, [`share_plan`]): the others
-/// then read their blocks by one copy each, unshared ([`shared_for`]).
-const SHARE_OWN_CPU: u64 = 1 << 41;
-
-/// The flags of a scatter(v) root's first word ([`SHARED_POST`], [`SHARE_OWN_CPU`]) for
-/// its sharing `plan` ([`share_plan`]).
-fn share_flags(plan: Option<usize>) -> u64 {
-    match plan {
-        None => 0,
-        Some(0) => SHARED_POST | SHARE_OWN_CPU,
-        Some(_) => SHARED_POST,
-    }
-}
-
-/// Whether our block of `len` bytes is shared ([`SharedBlock`]) by the root `root` whose
-/// first word is `first` ([`share_flags`]): it shares, and not only the blocks of its own
-/// CPU's readers, or ours is one of those ([`Seg::root_writes`]).
-fn shared_for(seg: &Seg, first: u64, root: usize, len: usize) -> bool {
-    first & SHARED_POST != 0
-        && (first & SHARE_OWN_CPU == 0 || seg.root_writes(root, seg.rank(), len))
-}
 const _: () = assert!(8 * (SINGLE_POST + SHARE_WORDS * super::MAX_RANKS as usize) <= CAP);
 
-/// Looks of a shared scatter(v)'s reader whose block its root writes ([`Seg::root_writes`])
-/// before it claims the chunks the root has not written ([`SharedBlock::done`]).
+/// Looks of a shared scatter's reader pinned to its root's CPU before it claims the chunks
+/// of its block the root has not written ([`SmNb::share_later`]).
 const SHARE_DEFER_LOOKS: u32 = 8;
 
-/// A shared scatter or scatterv block's reader ([`shares`], [`scatterv_shares`]): the
-/// root's rank and our record's word in its post ([`SHARE_WORDS`]), the root's pid and our
-/// block's address there, our output's address, the block's length and the log2 of its
-/// chunk; whether the root writes it ([`Seg::root_writes`]: we leave it to the root for
-/// [`SHARE_DEFER_LOOKS`] looks, then claim what is left) and our looks so far.
+/// A shared scatter block left to the root for now ([`SmNb::share_later`]): the root's rank
+/// and our record's word in its post, the root's pid, our block's address there, our
+/// output's address and the block's length (the arguments of [`SmNb::read_shared`]).
 #[derive(Clone, Copy, Debug)]
-struct SharedBlock {
+struct ShareLater {
     root: usize,
     rec: usize,
     pid: i32,
     remote: u64,
     out: usize,
     len: usize,
-    shift: u32,
-    later: bool,
-    looks: u32,
-}
-
-impl SharedBlock {
-    /// Opens our block to the root (our pid and output address in its record for us), then,
-    /// unless the root writes it ([`SharedBlock::later`]), copies the chunks we claim first
-    /// ([`SharedBlock::read`]); the root writes the others. Err when one of our copies
-    /// failed.
-    ///
-    /// # Safety
-    /// The root stamped collective `k` of `seg` (acquired) and it is open here, its post
-    /// sharing with [`SHARE_WORDS`] at `rec` (within `CAP`); `out` is writable for `len`
-    /// bytes, the root's block for us `len` bytes long, and neither changes until we stamp
-    /// or post (which we do only once [`SharedBlock::done`]).
-    unsafe fn open(mut self, (seg, k): (&Seg, u64)) -> (SharedBlock, std::io::Result<()>) {
-        self.later = seg.root_writes(self.root, seg.rank(), self.len);
-        // SAFETY: caller contract (stamped, open): the record is only accessed atomically.
-        let word = |i: usize| unsafe { seg.nb_word(self.root, k, self.rec + i) };
-        word(2).store(own_pid(), Ordering::Relaxed);
-        // The root writes only once it sees our address (acquire: our pid too).
-        word(3).store(self.out as u64, Ordering::Release);
-        if self.later {
-            return (self, Ok(()));
-        }
-        // SAFETY: caller contract.
-        (self, unsafe { self.read((seg, k)) })
-    }
-
-    /// Claims and copies the chunks of our block nobody claimed yet, from the root's
-    /// buffer, each claim by one `process_vm_readv`, counted in our record (a failed one
-    /// marked). Err when one of the copies failed.
-    ///
-    /// # Safety
-    /// As [`SharedBlock::open`], which opened the block.
-    unsafe fn read(&self, (seg, k): (&Seg, u64)) -> std::io::Result<()> {
-        // SAFETY: caller contract (stamped, open): the record is only accessed atomically.
-        let word = |i: usize| unsafe { seg.nb_word(self.root, k, self.rec + i) };
-        let (len, shift, out) = (self.len, self.shift, self.out as *mut u8);
-        let (n, mut res) = (share_chunks(len, shift), Ok(()));
-        loop {
-            let Some(c) = claim(word(0), n, true) else {
-                return res;
-            };
-            // The claimed chunks are contiguous: one copy.
-            let (off, _) = share_chunk(c.start, len, shift);
-            let (last, l) = share_chunk(c.end - 1, len, shift);
-            let l = last + l - off;
-            // SAFETY: caller contract: `off + l <= len` bytes at `out` and at `remote`.
-            let r = unsafe {
-                cma_copy(
-                    self.pid,
-                    out.add(off),
-                    self.remote + off as u64,
-                    l,
-                    Cma::Read,
-                )
-            };
-            let failed = r.is_err();
-            if let Err(e) = r {
-                res = Err(e);
-            }
-            let k = c.end - c.start;
-            word(1).fetch_add(k + u64::from(failed) * SHARE_FAILED, Ordering::Release);
-        }
-    }
-
-    /// Whether every chunk of our block is counted copied, by us or by the root (`None`:
-    /// not yet; `Some(true)`: some copy failed). While not, a block the root writes
-    /// ([`SharedBlock::later`]) is claimed by us at the [`SHARE_DEFER_LOOKS`]th look, so
-    /// that it ends also when the root does not progress.
-    ///
-    /// # Safety
-    /// As [`SharedBlock::read`].
-    unsafe fn done(&mut self, (seg, k): (&Seg, u64)) -> Option<bool> {
-        // SAFETY: caller contract: the record is only accessed atomically.
-        let copied = unsafe { seg.nb_word(self.root, k, self.rec + 1) }.load(Ordering::Acquire);
-        if copied % SHARE_FAILED >= share_chunks(self.len, self.shift) {
-            return Some(copied >= SHARE_FAILED);
-        }
-        if self.later {
-            self.looks += 1;
-            if self.looks >= SHARE_DEFER_LOOKS {
-                self.later = false;
-                // A failed copy is counted in our record: seen at a later look.
-                // SAFETY: caller contract.
-                let _ = unsafe { self.read((seg, k)) };
-            }
-        }
-        None
-    }
 }
 
 /// Whether a [`SmKind::Single`] collective's blocks of `block` bytes may be shared: a
-/// scatter of at least two [`SHARE_CHUNK`]s per block. The root shares them when
-/// [`share_plan`] says so and says so in its post ([`SHARED_POST`]); then, once it posted,
-/// it copies chunks of the blocks of the ranks that opened theirs to it
-/// (`process_vm_writev` into their output) while they read the rest (`process_vm_readv`),
-/// each chunk claimed by whoever takes it first ([`claim`]: the reader from the front, half
-/// of what is left at a time, the root one chunk from the back): when the ranks are pinned,
-/// the whole blocks of the readers of its CPU ([`Seg::root_writes`], which leave them to it
-/// for a while, [`SharedBlock::done`]) and of those of other CPUs only as much as balances
-/// the CPUs ([`share_budget`]). Oversubscribed,
+/// scatter of at least two [`SHARE_CHUNK`]s per block. The root shares them when it has no
+/// block of its own to copy (in place; out of place its own copy already keeps its CPU
+/// busy, and sharing measured slower there) and says so in its post
+/// ([`SHARED_POST`]); then, once it posted, it copies
+/// chunks of the blocks of the ranks that opened theirs to it (`process_vm_writev` into
+/// their output) while they read the rest (`process_vm_readv`), each chunk claimed by
+/// whoever takes it first ([`claim`]: the reader from the front, half of what is left at
+/// a time, the root one chunk from the back), when the ranks are pinned only those of
+/// other CPUs and only as much as balances the CPUs ([`share_budget`]). Oversubscribed,
 /// every reader on the other CPU from the root copies its whole block itself otherwise,
 /// while the root's CPU idles once its co-located readers are done.
 fn shares(coll: Rooted, block: usize) -> bool {
@@ -514,15 +398,14 @@ unsafe fn write_unclaimed<'a>(
     }
 }
 
-/// What a sharing root in place may write of the blocks of other CPUs' readers
-/// (`count(r)` bytes for rank `r`), from where the ranks are pinned ([`Seg::cpu`]): `None`
-/// when some rank is not pinned to one CPU (it helps every reader, as much as it can);
-/// else at most as many bytes as make its CPU copy as much as each other CPU (`Some(0)`:
-/// ours copies as much already). Oversubscribed, the ranks of a CPU copy one after
-/// another, so a CPU's time is what its ranks copy: np=8 pinned 4 and 4, in place, 1 MiB
-/// blocks, ours copies 3 blocks and the other 4, and writing more than half a block of
-/// theirs makes ours the slower one. (The blocks of the readers of our CPU are ours to
-/// copy either way: [`share_plan`].)
+/// What a sharing root may write of its readers' blocks (`count(r)` bytes for rank `r`),
+/// from where the ranks are pinned ([`Seg::cpu`]): `None` when some rank is not pinned to
+/// one CPU (it helps every reader, as much as it can); else only the readers of other
+/// CPUs, at most as many bytes as make its CPU copy as much as each other CPU (`Some(0)`:
+/// ours copies as much already, so it does not share). Oversubscribed, the ranks of a CPU
+/// copy one after another, so a CPU's time is what its ranks copy: np=8 pinned 4 and 4,
+/// in place, 1 MiB blocks, ours copies 3 blocks and the other 4, and writing more than
+/// half a block of theirs makes ours the slower one.
 fn share_budget(seg: &Seg, me: usize, count: impl Fn(usize) -> usize) -> Option<usize> {
     let (p, mine) = (seg.size(), seg.cpu(me));
     if (0..p).any(|r| seg.cpu(r) == 0) {
@@ -539,30 +422,6 @@ fn share_budget(seg: &Seg, me: usize, count: impl Fn(usize) -> usize) -> Option<
     // `k` other CPUs: ours + B = (theirs - B) / k.
     let k = cpus.len();
     Some(theirs.saturating_sub(k * ours) / (k + 1))
-}
-
-/// Whether a scatter(v) root whose blocks may be shared ([`shares`],
-/// [`scatterv_shares`]; `count(r)`: rank `r`'s block, `count(me)` 0) shares them, and what
-/// it may write of the blocks of other CPUs' readers ([`SmNb::share_budget`]). In place
-/// (`in_place`: no block of its own to copy): pinned, when it may write some of those
-/// ([`share_budget`]) or some reader of its CPU has a block that it writes whole
-/// ([`Seg::root_writes`]); not pinned, always, helping every reader as much as it can. Out
-/// of place (its own copy keeps its CPU busy; helping every reader measured slower there)
-/// only pinned, and only to write those whole blocks: either way only the other CPUs'
-/// readers pin our pages.
-fn share_plan(
-    seg: &Seg,
-    me: usize,
-    in_place: bool,
-    count: impl Fn(usize) -> usize,
-) -> Option<usize> {
-    let writes = (0..seg.size()).any(|r| seg.root_writes(me, r, count(r)));
-    match (share_budget(seg, me, &count), in_place) {
-        (None, true) => Some(usize::MAX),
-        (None, false) => None,
-        (Some(b), true) => (b > 0 || writes).then_some(b),
-        (Some(_), false) => writes.then_some(0),
-    }
 }
 
 /// Chunks of `1 << shift` bytes of a shared block of `block` bytes (the last one may be
@@ -587,21 +446,22 @@ fn scatterv_share_at(p: usize) -> Option<usize> {
     (8 * (at + SHARE_WORDS * p) <= CAP).then_some(at)
 }
 
-/// Whether a scatterv root's blocks may be shared as a [`SmKind::Single`] scatter root's
-/// ([`shares`]; whether it shares them, [`share_plan`]): more than 2 ranks, every other
-/// rank's block a far one (`far`, read from our input by cross-memory copies, so that its
-/// post is the table and one record per rank, [`scatterv_share_at`]) of at least two of
-/// our chunks (`1 << shift` bytes). Its records' first words (its pid) then carry
+/// Whether a scatterv root shares its blocks as a [`SmKind::Single`] scatter root does
+/// ([`shares`]): in place (`in_place`: no block of its own to copy), more than 2 ranks,
+/// every other rank's block a far one (`far`, read from our input by cross-memory copies,
+/// so that its post is the table and one record per rank, [`scatterv_share_at`]) of at
+/// least two [`SHARE_CHUNK`]s. Its records' first words (its pid) then carry
 /// [`SHARED_POST`]; each reader opens its block to it in the share words and both copy
 /// chunks, as for [`SmKind::Single`].
 fn scatterv_shares(
     (me, p): (usize, usize),
-    shift: u32,
+    (in_place, shift): (bool, u32),
     input: usize,
     (counts, displs): (&[usize], &[usize]),
     far: &dyn Fn(usize) -> bool,
 ) -> bool {
-    p > 2
+    in_place
+        && p > 2
         && scatterv_share_at(p).is_some()
         && (0..p).filter(|&r| r != me).all(|r| {
             let (c, d) = (counts[r], displs[r]);
@@ -1243,20 +1103,27 @@ pub struct SmNb {
     sinks: Vec<(usize, usize)>,
     /// A [`SmKind::BcastMsg`]'s children that take the message from us (bit `r`).
     takers: u64,
-    /// A [`SmKind::Single`] scatter's root that shares its blocks ([`shares`]): chunks per
-    /// block (0: not shared); it helps copy them until every reader stamped (a reader
-    /// stamps once all of its block's are copied, [`SmNb::reading`]). A
-    /// [`SmKind::Scatterv`]'s root that shares ([`scatterv_shares`]): 1.
+    /// A [`SmKind::Single`] scatter whose root shares its blocks ([`shares`]): chunks per
+    /// block (0: not shared). A reader stamps once all of its block's are copied; the
+    /// root helps copy them until every reader stamped. A [`SmKind::Scatterv`] whose root
+    /// shares ([`scatterv_shares`]): at a reader its block's chunks, at the root 1.
     share: u64,
-    /// Log2 of the chunk of a sharing scatterv root ([`SmNb::share`]).
+    /// Log2 of the chunk of a shared block ([`SmNb::share`]).
     share_shift: u32,
-    /// A sharing root: the bytes of the blocks of other CPUs' readers it may still write
-    /// ([`share_plan`]; those of its own CPU's readers it writes whole,
-    /// [`Seg::root_writes`]).
-    share_budget: usize,
-    /// A shared scatter(v)'s reader: its block's sharing ([`SharedBlock`]; `None`: not
-    /// shared).
-    reading: Option<SharedBlock>,
+    /// A sharing root: the bytes of its readers' blocks it may still write, and its CPU
+    /// plus one when every rank is pinned (it then helps only the readers of other CPUs;
+    /// 0: every reader), [`share_budget`].
+    share_budget: (usize, u32),
+    /// A shared [`SmKind::Single`] scatter's reader pinned to its root's CPU: its block
+    /// opened to the root but no chunk claimed yet, so that the root, which runs between
+    /// our looks, writes it ([`SmNb::help_scatter`]); we claim what is left ourselves after
+    /// [`SHARE_DEFER_LOOKS`] looks ([`SmNb::share_looks`]). Chunks read by the readers of
+    /// one CPU and the other at once from one 2 MiB stretch of the root's memory (one page
+    /// table page) go at half speed or worse (the kernel pins each page under that
+    /// table's lock); a block the root writes pins the reader's pages instead.
+    share_later: Option<ShareLater>,
+    /// Pending looks of a reader with [`SmNb::share_later`].
+    share_looks: u32,
     /// The engine and the communicator (the collective's shadow) a broadcast's child of
     /// the root takes a message on that it does not want ([`SmNb::drain`]); `None` for a
     /// barrier opened by [`Seg::barrier_nb`].
@@ -1314,8 +1181,9 @@ impl SmNb {
             takers: 0,
             share: 0,
             share_shift: SHARE_SHIFT,
-            share_budget: 0,
-            reading: None,
+            share_budget: (0, 0),
+            share_later: None,
+            share_looks: 0,
             engine: Some((cc.e, cc.shadow)),
             drain: false,
             draining: None,
@@ -1353,8 +1221,9 @@ impl SmNb {
             takers: 0,
             share: 0,
             share_shift: SHARE_SHIFT,
-            share_budget: 0,
-            reading: None,
+            share_budget: (0, 0),
+            share_later: None,
+            share_looks: 0,
             engine: None,
             drain: false,
             draining: None,
@@ -1598,22 +1467,20 @@ impl SmNb {
                             me == *root
                                 && scatterv_shares(
                                     (me, p),
-                                    shift,
+                                    (output.1 == 0, shift),
                                     input.1,
                                     (counts, displs),
                                     &far_block,
                                 )
                         })
-                        .and_then(|_| {
-                            let count = |r: usize| if r == me { 0 } else { counts[r] };
-                            share_plan(seg, me, output.1 == 0, count)
-                        });
-                    let (share, flags) = (budget.is_some(), share_flags(budget));
+                        .map(|_| share_budget(seg, me, |r| if r == me { 0 } else { counts[r] }))
+                        .filter(|&b| b != Some(0));
+                    let share = budget.is_some();
                     let shift = shift.unwrap_or(SHARE_SHIFT);
                     share_post = share;
                     self.share_shift = shift;
                     if let Some(b) = budget {
-                        self.share_budget = b;
+                        self.share_budget = (b.unwrap_or(usize::MAX), b.map_or(0, |_| seg.cpu(me)));
                     }
                     // The root's post: the other ranks' blocks, when all of them fit
                     // our buffer (only the root posts: the others skip the sum).
@@ -1649,7 +1516,7 @@ impl SmNb {
                                         let e = w.add(r).read_unaligned();
                                         let rec = ((e >> 32) & 0x7fff_ffff) as usize / 8;
                                         let pid = w.add(rec).read_unaligned();
-                                        let flag = flags | u64::from(shift) << SHARE_SHIFT_AT;
+                                        let flag = SHARED_POST | u64::from(shift) << SHARE_SHIFT_AT;
                                         w.add(rec).write_unaligned(pid | flag);
                                     }
                                 }
@@ -2087,17 +1954,16 @@ impl SmNb {
                     Rooted::Gather => output.0 as u64,
                     Rooted::Bcast | Rooted::Scatter => input.0 as u64,
                 };
-                let count = |r: usize| if r == me { 0 } else { block };
-                let budget = shares(coll, block)
-                    .then(|| share_plan(seg, me, output.1 == 0, count))
-                    .flatten();
+                let budget = (shares(coll, block) && output.1 == 0)
+                    .then(|| share_budget(seg, me, |r| if r == me { 0 } else { block }))
+                    .filter(|&b| b != Some(0));
                 let share = budget.is_some();
                 let posted = seg.try_post_with(k, |b| {
                     let w = b.cast::<u64>();
                     // SAFETY: `b` is our buffer's `CAP` bytes, of which we write the
                     // post's first words.
                     unsafe {
-                        w.write_unaligned(own_pid() | share_flags(budget));
+                        w.write_unaligned(own_pid() | if share { SHARED_POST } else { 0 });
                         w.add(1).write_unaligned(buf);
                         w.add(2).write_unaligned(block as u64);
                         // Shared blocks: every rank's record cleared (nothing claimed,
@@ -2115,7 +1981,7 @@ impl SmNb {
                 self.posted = true;
                 if let Some(b) = budget {
                     self.share = share_chunks(block, SHARE_SHIFT);
-                    self.share_budget = b;
+                    self.share_budget = (b.unwrap_or(usize::MAX), b.map_or(0, |_| seg.cpu(me)));
                 }
                 // Our own block (none in place), which no other rank touches. Gather in
                 // place passes our block of the output as the input: `copy` allows that.
@@ -2142,21 +2008,8 @@ impl SmNb {
             // Every other rank has stamped once it no longer uses our buffer.
             if !(0..p).filter(|&r| r != me).all(|r| seg.stamped(r, k)) {
                 if self.share != 0 {
-                    let ours = |r: usize| {
-                        ((r + 1) * block <= input.1)
-                            .then(|| (input.0.wrapping_add(r * block), block))
-                    };
-                    // SAFETY: we posted sharing, `k` is open here; the input is readable
-                    // (caller contract), block `r` inside it (checked); the records lie
-                    // within `CAP` (checked at compile time).
-                    unsafe {
-                        Self::help_readers(
-                            (seg, k),
-                            (SHARE_SHIFT, &mut self.share_budget),
-                            ours,
-                            |r| SINGLE_POST + SHARE_WORDS * r,
-                        )
-                    };
+                    // SAFETY: caller contract (the input is readable); `k` is open here.
+                    unsafe { self.help_scatter(input, block) };
                 }
                 return Progress::Pending;
             }
@@ -2208,30 +2061,32 @@ impl SmNb {
                 let r = match coll {
                     _ if self.copied.is_some() => Some(Ok(())),
                     Rooted::Scatter
-                        if shares(coll, len)
-                            && len <= output.1
-                            && shared_for(seg, word(0), root, len) =>
+                        if word(0) & SHARED_POST != 0 && shares(coll, len) && len <= output.1 =>
                     {
-                        let b = SharedBlock {
-                            root,
-                            rec: SINGLE_POST + SHARE_WORDS * me,
-                            pid,
-                            remote: at,
-                            out: output.0 as usize,
-                            len,
-                            shift: SHARE_SHIFT,
-                            later: false,
-                            looks: 0,
-                        };
+                        self.share = share_chunks(len, SHARE_SHIFT);
+                        let rec = SINGLE_POST + SHARE_WORDS * me;
+                        // Pinned to the root's CPU: the root writes our block (see
+                        // `share_later`), we only open it for now.
+                        let beside = seg.cpu(me) != 0 && seg.cpu(me) == seg.cpu(root);
+                        if beside {
+                            self.share_later = Some(ShareLater {
+                                root,
+                                rec,
+                                pid,
+                                remote: at,
+                                out: output.0 as usize,
+                                len,
+                            });
+                        }
                         // SAFETY: the root stamped `k` (acquired) and `k` is open here; the
                         // output has room for `len` bytes (checked, writable by the caller
                         // contract); the root's block for us is `len` bytes at `at`,
                         // unchanged until we stamp, which we do only once every chunk is
-                        // counted copied; our record lies within `CAP` (checked at compile
-                        // time).
-                        let (b, r) = unsafe { b.open((seg, k)) };
-                        self.reading = Some(b);
-                        Some(r)
+                        // counted copied; our record at `rec` lies within `CAP` (checked
+                        // at compile time).
+                        Some(unsafe {
+                            self.read_shared((root, rec), (pid, at), output.0, len, !beside)
+                        })
                     }
                     Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
                         // SAFETY: see above; the output has room for `len` bytes (checked,
@@ -2253,14 +2108,36 @@ impl SmNb {
             }
             // A shared block: every chunk copied, by us or by the root, before we stamp
             // (the root writes into our output until then).
-            if let Some(b) = &mut self.reading {
-                // SAFETY: as at the opening above (the root's post stays until we stamp).
-                match unsafe { b.done((seg, k)) } {
-                    None => return Progress::Pending,
-                    Some(true) if self.copied == Some(Progress::Done) => {
-                        self.copied = Some(Progress::CopyFailed);
+            if self.share != 0 {
+                // SAFETY: the root stamped `k` and `k` is open here: its record for us is
+                // only accessed atomically; within `CAP` (checked at compile time).
+                let copied = unsafe { seg.nb_word(root, k, SINGLE_POST + SHARE_WORDS * me + 1) }
+                    .load(Ordering::Acquire);
+                if copied % SHARE_FAILED < self.share {
+                    if let Some(l) = self.share_later {
+                        self.share_looks += 1;
+                        if self.share_looks >= SHARE_DEFER_LOOKS {
+                            self.share_later = None;
+                            // SAFETY: as at the opening above (the same arguments; the
+                            // root's post stays until we stamp, which we have not).
+                            let r = unsafe {
+                                self.read_shared(
+                                    (l.root, l.rec),
+                                    (l.pid, l.remote),
+                                    l.out as *mut u8,
+                                    l.len,
+                                    true,
+                                )
+                            };
+                            if r.is_err() {
+                                self.copied = Some(Progress::CopyFailed);
+                            }
+                        }
                     }
-                    Some(_) => {}
+                    return Progress::Pending;
+                }
+                if copied >= SHARE_FAILED && self.copied == Some(Progress::Done) {
+                    self.copied = Some(Progress::CopyFailed);
                 }
             }
             // Tell the root we are done with its buffer (later if our buffer is in use);
@@ -2276,51 +2153,138 @@ impl SmNb {
         self.copied.unwrap_or(Progress::Done)
     }
 
-    /// A sharing scatter or scatterv root ([`shares`], [`scatterv_shares`]) between its
-    /// post and its end: copies the unclaimed chunks (`1 << shift` bytes) of every block
-    /// whose reader opened it to us (rank `r`'s: `block(r)`, its address in our input and
-    /// its length, `None`: not shared; its record at word `rec(r)` of our post) from our
-    /// input into the reader's output (`process_vm_writev`), each counted in the reader's
-    /// record (a failed one marked, the reader reports it): first the whole blocks that we
-    /// write ([`Seg::root_writes`]: their readers, of our CPU, which copies them either way,
-    /// leave them to us for a while, [`SharedBlock::done`]), then those of other CPUs'
-    /// readers within `budget` ([`SmNb::share_budget`]).
+    /// A shared scatter (or scatterv) block's reader ([`shares`], [`scatterv_shares`]):
+    /// opens its block to the root (its pid and output address in the root's record for
+    /// it, the [`SHARE_WORDS`] at word `rec` of the root's post), then copies the chunks it
+    /// claims first from the root's buffer (`remote`: the root's pid and our block's
+    /// address there); the root writes the others. Err when one of our copies failed.
     ///
     /// # Safety
-    /// We posted our collective sharing (stamped) and it is open here; every block `block`
-    /// gives is readable; every record `rec` gives lies within `CAP`.
-    unsafe fn help_readers(
-        (seg, k): (&Seg, u64),
-        (shift, budget): (u32, &mut usize),
-        block: impl Fn(usize) -> Option<(*const u8, usize)>,
-        rec: impl Fn(usize) -> usize,
-    ) {
-        let (me, p) = (seg.rank(), seg.size());
-        let ours = |r: usize| seg.cpu(r) != 0 && seg.cpu(r) == seg.cpu(me);
-        for whole in [true, false] {
+    /// The root stamped our collective (acquired) and it is open here, its post sharing
+    /// with [`SHARE_WORDS`] at `rec` (within `CAP`); `out` is writable for `len` bytes, the
+    /// root's block for us `len` bytes long, and neither changes until we stamp. Not `now`:
+    /// only opens the block (the root writes it, [`SmNb::share_later`]); called again with
+    /// `now` it claims what is left.
+    unsafe fn read_shared(
+        &self,
+        (root, rec): (usize, usize),
+        (pid, remote): (i32, u64),
+        out: *mut u8,
+        len: usize,
+        now: bool,
+    ) -> std::io::Result<()> {
+        let (seg, k) = (&*self.seg, self.k);
+        // SAFETY: caller contract (stamped, open): the record is only accessed atomically;
+        // within `CAP` (checked at compile time, or by `scatterv_share_at`).
+        let word = |i: usize| unsafe { seg.nb_word(root, k, rec + i) };
+        word(2).store(own_pid(), Ordering::Relaxed);
+        // The root writes only once it sees our address (acquire: our pid too).
+        word(3).store(out as u64, Ordering::Release);
+        if !now {
+            return Ok(());
+        }
+        let shift = self.share_shift;
+        let (n, mut res) = (share_chunks(len, shift), Ok(()));
+        loop {
+            let Some(c) = claim(word(0), n, true) else {
+                return res;
+            };
+            // The claimed chunks are contiguous: one copy.
+            let (off, _) = share_chunk(c.start, len, shift);
+            let (last, l) = share_chunk(c.end - 1, len, shift);
+            let l = last + l - off;
+            // SAFETY: caller contract: `off + l <= len` bytes at `out` and at `remote`.
+            let r = unsafe { cma_copy(pid, out.add(off), remote + off as u64, l, Cma::Read) };
+            let failed = r.is_err();
+            if let Err(e) = r {
+                res = Err(e);
+            }
+            let k = c.end - c.start;
+            word(1).fetch_add(k + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+        }
+    }
+
+    /// A shared scatter's root ([`shares`]) between its post and its end: copies the
+    /// unclaimed chunks (within its budget, of the readers it helps: [`share_budget`]) of
+    /// every block whose reader opened it to us, from our `input`
+    /// into the reader's output (`process_vm_writev`), each counted in the reader's record
+    /// (a failed one marked, the reader reports it).
+    ///
+    /// # Safety
+    /// We posted our collective (stamped) and it is open here; `input` is readable.
+    unsafe fn help_scatter(&mut self, input: (*const u8, usize), block: usize) {
+        let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
+        let (budget, mine) = &mut self.share_budget;
+        // First the readers pinned to our CPU, whole (they leave their blocks to us for a
+        // while, `SmNb::share_later`; ours is the CPU that copies them either way), then
+        // those of other CPUs within the budget.
+        for beside in [true, false] {
             for r in (1..p).rev().map(|i| (me + i) % p) {
-                let Some((src, len)) = block(r) else {
-                    continue;
-                };
-                if seg.root_writes(me, r, len) != whole || (!whole && ours(r)) {
+                if (r + 1) * block > input.1 || (*mine != 0 && seg.cpu(r) == *mine) != beside {
                     continue;
                 }
-                if !whole && *budget == 0 {
+                if !beside && *budget == 0 {
                     break;
                 }
                 // SAFETY: our own post of `k`, stamped and open: the records are only
-                // accessed atomically; within `CAP` (caller contract).
-                let word = |i: usize| unsafe { seg.nb_word(me, k, rec(r) + i) };
+                // accessed atomically; within `CAP` (checked at compile time).
+                let word =
+                    |i: usize| unsafe { seg.nb_word(me, k, SINGLE_POST + SHARE_WORDS * r + i) };
                 let to = word(3).load(Ordering::Acquire);
                 if to == 0 {
                     continue;
                 }
-                let mut all = usize::MAX;
-                let b = if whole { &mut all } else { &mut *budget };
-                // SAFETY: `len` bytes at `src`, readable (caller contract); the record is
-                // the reader's, which opened it with `to`.
-                unsafe { write_unclaimed(&word, src, (len, shift), to, b) };
+                let mut whole = usize::MAX;
+                let b = if beside { &mut whole } else { &mut *budget };
+                // SAFETY: `(r + 1) * block <= input.1` (checked above), readable (caller
+                // contract); the record is the reader's, which opened it with `to`.
+                unsafe {
+                    write_unclaimed(&word, input.0.add(r * block), (block, SHARE_SHIFT), to, b)
+                };
             }
+        }
+    }
+
+    /// A sharing scatterv's root ([`scatterv_shares`]) between its post and its end, as
+    /// [`SmNb::help_scatter`] (`shift`: log2 of our chunk; the budget and our CPU of
+    /// [`SmNb::share_budget`]): copies the unclaimed chunks of every block whose reader
+    /// opened it to us (rank `r`'s: `counts[r]` bytes at `displs[r]` of our `input`) into
+    /// the reader's output, each counted in its share words.
+    ///
+    /// # Safety
+    /// We posted our collective sharing (stamped) and it is open here; `input` is readable
+    /// and holds every other rank's block (`scatterv_shares` checked it).
+    unsafe fn help_scatterv(
+        (seg, k): (&Seg, u64),
+        (shift, (budget, mine)): (u32, &mut (usize, u32)),
+        input: &[u8],
+        (counts, displs): (&[usize], &[usize]),
+    ) {
+        let (me, p) = (seg.rank(), seg.size());
+        let Some(at) = scatterv_share_at(p) else {
+            return;
+        };
+        for r in (1..p).rev().map(|i| (me + i) % p) {
+            if *mine != 0 && seg.cpu(r) == *mine {
+                continue;
+            }
+            if *budget == 0 {
+                break;
+            }
+            let (block, d) = (counts[r], displs[r]);
+            let Some(src) = input.get(d..d + block) else {
+                continue;
+            };
+            // SAFETY: our own post of `k`, stamped and open: the share words are only
+            // accessed atomically; within `CAP` (`scatterv_share_at`).
+            let word = |i: usize| unsafe { seg.nb_word(me, k, at + SHARE_WORDS * r + i) };
+            let to = word(3).load(Ordering::Acquire);
+            if to == 0 {
+                continue;
+            }
+            // SAFETY: `src` is inside our input, readable (caller contract); the record is
+            // the reader's, which opened it with `to`.
+            unsafe { write_unclaimed(&word, src.as_ptr(), (block, shift), to, budget) };
         }
     }
 
@@ -2535,21 +2499,15 @@ impl SmNb {
                             r != me && c > smax && input.get(d..d + c).is_some()
                         };
                         if !(0..p).filter(|&r| listed(r)).all(|r| seg.stamped(r, k)) {
-                            if let (true, Some(at)) = (self.share != 0, scatterv_share_at(p)) {
-                                let theirs = |r: usize| {
-                                    let (c, d) = (counts[r], displs[r]);
-                                    let b = input.get(d..d.checked_add(c)?)?;
-                                    Some((b.as_ptr(), c))
-                                };
-                                // SAFETY: we posted sharing (`self.share`), `k` is open; the
-                                // blocks are inside our input (a readable slice); the share
-                                // words lie within `CAP` (`scatterv_share_at`).
+                            if self.share != 0 {
+                                // SAFETY: we posted sharing (`self.share`), `k` is open;
+                                // the input is readable (caller contract).
                                 unsafe {
-                                    Self::help_readers(
+                                    Self::help_scatterv(
                                         (seg, k),
                                         (self.share_shift, &mut self.share_budget),
-                                        theirs,
-                                        |r| at + SHARE_WORDS * r,
+                                        input,
+                                        (counts, displs),
                                     )
                                 };
                             }
@@ -2587,32 +2545,29 @@ impl SmNb {
                             if n <= out.len() && at + 16 <= CAP {
                                 let (first, addr) = (word(*root, at), word(*root, at + 8));
                                 let pid = first as i32;
-                                let shared = shared_for(seg, first, *root, n)
+                                let shared = (first & SHARED_POST != 0)
                                     .then(|| scatterv_share_at(p))
                                     .flatten();
                                 let r = if let Some(rec) = shared {
                                     // The root's chunk (6 bits; at least 4 KiB when set).
                                     let shift = ((first >> SHARE_SHIFT_AT) & 63) as u32;
-                                    let b = SharedBlock {
-                                        root: *root,
-                                        rec: rec + SHARE_WORDS * me,
-                                        pid,
-                                        remote: addr,
-                                        out: out.as_mut_ptr() as usize,
-                                        len: n,
-                                        shift: shift.max(12),
-                                        later: false,
-                                        looks: 0,
-                                    };
+                                    self.share_shift = shift.max(12);
+                                    self.share = share_chunks(n, self.share_shift);
                                     // SAFETY: the root stamped `k` (acquired) and `k` is
                                     // open here, its post sharing with our share words at
                                     // `rec + SHARE_WORDS * me` (within `CAP`); `out` has
                                     // room for `n` bytes; the root's block for us is `n`
                                     // bytes at `addr`, unchanged until we post, which we do
                                     // only once every chunk is counted copied.
-                                    let (b, r) = unsafe { b.open((seg, k)) };
-                                    self.reading = Some(b);
-                                    r
+                                    unsafe {
+                                        self.read_shared(
+                                            (*root, rec + SHARE_WORDS * me),
+                                            (pid, addr),
+                                            out.as_mut_ptr(),
+                                            n,
+                                            true,
+                                        )
+                                    }
                                 } else {
                                     // SAFETY: the root's input holds our `n` bytes at
                                     // `addr`, unchanged until we stamp (it waits for that);
@@ -2650,15 +2605,18 @@ impl SmNb {
                     }
                     // A shared block: every chunk copied, by us or by the root, before we
                     // post (the root writes into our output until then).
-                    if let Some(b) = &mut self.reading {
-                        // SAFETY: as at the opening above (the root's post stays until we
-                        // post).
-                        match unsafe { b.done((seg, k)) } {
-                            None => return None,
-                            Some(true) if self.copied == Some(Progress::Done) => {
-                                self.copied = Some(Progress::CopyFailed);
-                            }
-                            Some(_) => {}
+                    if self.share != 0 {
+                        let rec = scatterv_share_at(p).unwrap_or(0) + SHARE_WORDS * me;
+                        // SAFETY: the root stamped `k` and `k` is open here, its post sharing
+                        // (we read its flag): our share words are only accessed atomically;
+                        // within `CAP` (`scatterv_share_at`).
+                        let copied =
+                            unsafe { seg.nb_word(*root, k, rec + 1) }.load(Ordering::Acquire);
+                        if copied % SHARE_FAILED < self.share {
+                            return None;
+                        }
+                        if copied >= SHARE_FAILED && self.copied == Some(Progress::Done) {
+                            self.copied = Some(Progress::CopyFailed);
                         }
                     }
                     // A root whose entry for us is read by CMA waits until we no longer

@@ -203,6 +203,9 @@ const ROOT_WRITES: u64 = 1 << 60;
 /// Set in the word a scatterv root stores for a block it wrote ([`ROOT_WRITES`]) when the
 /// write failed.
 const WRITE_FAILED: u64 = 1 << 62;
+/// Log2 of the stretch of a scatter root's memory that one page table page maps (2 MiB
+/// with 4 KiB pages), [`Seg::root_writes`].
+const STRETCH_SHIFT: u32 = 21;
 /// Most ranks of a compact scatterv (their length bytes lie below [`COMPACT`]'s byte).
 const COMPACT_RANKS: usize = 7;
 /// Most bytes of a compact scatterv's blocks: the stamp's line after the stamp and the
@@ -1264,23 +1267,39 @@ impl Seg {
         self.cpus[r]
     }
 
-    /// Whether a scatter root writes the block of its reader `r` of `block` bytes itself
-    /// (`process_vm_writev` into `r`'s output) instead of `r` reading it from the root's
-    /// buffer: `r` is pinned to the root's CPU, which copies that block either way, and
-    /// the block has at least two [`super::nb::SHARE_CHUNK`]s (smaller ones keep their
-    /// one read: the handoff costs a switch of the CPU more). Two CPUs whose
-    /// `process_vm_readv` pins pages of one 2 MiB stretch of the root's memory (one page
-    /// table page) at once both go at half speed or worse (s51-iscat: 141-157 against ~80
-    /// us a 1 MiB read, far); the root's write pins the reader's pages instead, so only
-    /// the other CPUs' readers pin the root's. The same on every rank. The blocking
-    /// scatter(v) ([`Seg::scatterv`]) and the nonblocking scatters' sharing
-    /// (`nb.rs`: the root writes these blocks whole) both ask this.
-    #[inline]
-    pub fn root_writes(&self, root: usize, r: usize, block: usize) -> bool {
-        r != root
-            && self.cpus[r] != 0
-            && self.cpus[r] == self.cpus[root]
-            && block >= 2 * super::nb::SHARE_CHUNK
+    /// Whether a scatter root (we are `root`) writes the block of its reader `r` itself
+    /// (`process_vm_writev` into `r`'s output) instead of `r` reading it from our buffer;
+    /// `blocks(q)`: rank `q`'s block in our memory (address, length), `None` for none. When
+    /// `r` is pinned to our CPU, which copies that block either way, the block has at least
+    /// two [`super::nb::SHARE_CHUNK`]s (smaller ones keep their one read: the handoff costs
+    /// a switch of the CPU more) and it lies in a 2 MiB stretch of our memory (one page
+    /// table page, [`STRETCH_SHIFT`]) that a reader of another CPU reads from too. Two CPUs
+    /// whose `process_vm_readv` pins pages of one stretch at once both go at half speed or
+    /// worse (s51-iscat: 141-157 against ~80 us a 1 MiB read, far); our write pins the
+    /// reader's pages instead. Where no other CPU reads from its stretch, the reader's own
+    /// read is as fast and needs no handoff. Decided by the root alone (it tells the reader
+    /// in [`Seg::scatterv`]'s table). (The nonblocking scatters' sharing, `nb.rs`, has its
+    /// own rule; this one there measured 0.87-0.90x at np=8 out of place, s52-iscatv.)
+    pub fn root_writes(&self, r: usize, blocks: &dyn Fn(usize) -> Option<(u64, usize)>) -> bool {
+        let root = self.rank;
+        let Some((at, len)) = blocks(r) else {
+            return false;
+        };
+        let mine = self.cpus[root];
+        if r == root || mine == 0 || self.cpus[r] != mine || len < 2 * super::nb::SHARE_CHUNK {
+            return false;
+        }
+        let stretches =
+            |a: u64, n: usize| (a >> STRETCH_SHIFT, (a + n as u64 - 1) >> STRETCH_SHIFT);
+        let (lo, hi) = stretches(at, len);
+        (0..self.size).any(|q| {
+            q != root
+                && self.cpus[q] != mine
+                && blocks(q).is_some_and(|(a, n)| {
+                    let (l, h) = stretches(a, n);
+                    n > 0 && l <= hi && lo <= h
+                })
+        })
     }
 
     /// Barrier. When `coll_sm_barrier_release` is on, rank 0 waits for every other rank's
@@ -2011,7 +2030,13 @@ impl Seg {
                         Some((c, d)) if c > 0 && c <= one_copy => {
                             // A block we write: its word, 0 until we wrote it, instead of
                             // its address.
-                            let writes = self.root_writes(root, r, c);
+                            // (The blocks read by CMA: larger than a buffer, so never
+                            // posted.)
+                            let writes = self.root_writes(r, &|q| {
+                                let (c, d) =
+                                    valid(q).filter(|&(c, _)| c > DATA && c <= one_copy)?;
+                                Some((send.as_ptr() as u64 + d as u64, c))
+                            });
                             let at = if writes {
                                 0
                             } else {
