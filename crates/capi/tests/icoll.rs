@@ -220,21 +220,3 @@ fn nonblocking_scatters_by_cpu_np3_4_8() {
         run_on("icoll_scat_cpu.c", &[n], "", &[&line]);
     }
 }
-
-/// Blocking and v scatters of blocks moved by cross-memory copies with the ranks pinned to
-/// CPUs round-robin (`tests/c/scat_v_cpu.c`), where the blocking root writes the blocks of
-/// the readers pinned to its own CPU whose 2 MiB stretch of its memory a reader of the
-/// other CPU reads too (`Seg::root_writes`: the reader posts where and waits for the
-/// root's word), and an in-place iscatterv root shares its readers' copies:
-/// MPI_Scatterv and MPI_Iscatterv with irregular counts, blocks in reverse rank
-/// order with gaps, a zero count and a small block among 1 MiB ones, MPI_Scatter of 200003
-/// bytes and 1 MiB; every root, in place and not, a root or readers that sleep, two
-/// iscatterv outstanding with different roots completed in reverse order; every byte of
-/// every block checked, and the receive buffer after it untouched. At np 3, 4 and 8.
-#[test]
-fn blocking_and_v_scatters_by_cpu_np3_4_8() {
-    for n in [3, 4, 8] {
-        let line = format!("scat_v_cpu: all checks passed ({})", 36 * n + 2);
-        run_on("scat_v_cpu.c", &[n], "", &[&line]);
-    }
-}

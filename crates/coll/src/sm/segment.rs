@@ -194,18 +194,6 @@ const IN_RING: u64 = 1 << 62;
 /// a reader fetches one line, where the table of words and the blocks after it spread over
 /// two (np=4, 16 B: the table ends at byte 40 of the buffer, the blocks at 88).
 const COMPACT: u64 = 1 << 61;
-/// Flag of a far scatterv table entry ([`Seg::scatterv`], with [`rooted::FAR`]) whose
-/// block the root writes into its rank's receive buffer ([`Seg::root_writes`]): the rank
-/// posts its pid, that buffer's address and its length, and waits for the root's word
-/// that follows the table where a far block's address would be (the collective's number
-/// once done, with [`WRITE_FAILED`] when the write failed).
-const ROOT_WRITES: u64 = 1 << 60;
-/// Set in the word a scatterv root stores for a block it wrote ([`ROOT_WRITES`]) when the
-/// write failed.
-const WRITE_FAILED: u64 = 1 << 62;
-/// Log2 of the stretch of a scatter root's memory that one page table page maps (2 MiB
-/// with 4 KiB pages), [`Seg::root_writes`].
-const STRETCH_SHIFT: u32 = 21;
 /// Most ranks of a compact scatterv (their length bytes lie below [`COMPACT`]'s byte).
 const COMPACT_RANKS: usize = 7;
 /// Most bytes of a compact scatterv's blocks: the stamp's line after the stamp and the
@@ -1267,41 +1255,6 @@ impl Seg {
         self.cpus[r]
     }
 
-    /// Whether a scatter root (we are `root`) writes the block of its reader `r` itself
-    /// (`process_vm_writev` into `r`'s output) instead of `r` reading it from our buffer;
-    /// `blocks(q)`: rank `q`'s block in our memory (address, length), `None` for none. When
-    /// `r` is pinned to our CPU, which copies that block either way, the block has at least
-    /// two [`super::nb::SHARE_CHUNK`]s (smaller ones keep their one read: the handoff costs
-    /// a switch of the CPU more) and it lies in a 2 MiB stretch of our memory (one page
-    /// table page, [`STRETCH_SHIFT`]) that a reader of another CPU reads from too. Two CPUs
-    /// whose `process_vm_readv` pins pages of one stretch at once both go at half speed or
-    /// worse (s51-iscat: 141-157 against ~80 us a 1 MiB read, far); our write pins the
-    /// reader's pages instead. Where no other CPU reads from its stretch, the reader's own
-    /// read is as fast and needs no handoff. Decided by the root alone (it tells the reader
-    /// in [`Seg::scatterv`]'s table). (The nonblocking scatters' sharing, `nb.rs`, has its
-    /// own rule; this one there measured 0.87-0.90x at np=8 out of place, s52-iscatv.)
-    pub fn root_writes(&self, r: usize, blocks: &dyn Fn(usize) -> Option<(u64, usize)>) -> bool {
-        let root = self.rank;
-        let Some((at, len)) = blocks(r) else {
-            return false;
-        };
-        let mine = self.cpus[root];
-        if r == root || mine == 0 || self.cpus[r] != mine || len < 2 * super::nb::SHARE_CHUNK {
-            return false;
-        }
-        let stretches =
-            |a: u64, n: usize| (a >> STRETCH_SHIFT, (a + n as u64 - 1) >> STRETCH_SHIFT);
-        let (lo, hi) = stretches(at, len);
-        (0..self.size).any(|q| {
-            q != root
-                && self.cpus[q] != mine
-                && blocks(q).is_some_and(|(a, n)| {
-                    let (l, h) = stretches(a, n);
-                    n > 0 && l <= hi && lo <= h
-                })
-        })
-    }
-
     /// Barrier. When `coll_sm_barrier_release` is on, rank 0 waits for every other rank's
     /// arrival stamp and then stamps its own as the release the others wait for: rank 0
     /// leaves first, one handoff before the others, whichever rank came last. A program
@@ -1912,9 +1865,7 @@ impl Seg {
     /// and has at most `one_copy` bytes ([`Seg::single_copy_max`]: 0 when CMA does not
     /// reach every rank) is read by its rank from the root's buffer by one cross-memory
     /// copy (its entry says so, the root's pid and the block's address follow the table),
-    /// and the root waits for those ranks; or, when its rank is pinned to the root's CPU
-    /// ([`Seg::root_writes`], [`ROOT_WRITES`]), written by the root into the rank's receive
-    /// buffer once the rank posted where it is. Returns at the root the ranks whose block is not
+    /// and the root waits for those ranks. Returns at the root the ranks whose block is not
     /// posted (to be sent point to point with the returned tag, [`scatter_tag`]; its own is
     /// never posted), at the others what came ([`VBlock`]; a posted block is copied into
     /// `recv`). A root given no table (its
@@ -2028,24 +1979,14 @@ impl Seg {
                             ((off - c - shift) as u64) | ((c as u64) << 32) | flag
                         }
                         Some((c, d)) if c > 0 && c <= one_copy => {
-                            // A block we write: its word, 0 until we wrote it, instead of
-                            // its address.
-                            // (The blocks read by CMA: larger than a buffer, so never
-                            // posted.)
-                            let writes = self.root_writes(r, &|q| {
-                                let (c, d) =
-                                    valid(q).filter(|&(c, _)| c > DATA && c <= one_copy)?;
-                                Some((send.as_ptr() as u64 + d as u64, c))
-                            });
-                            let at = if writes {
-                                0
-                            } else {
-                                send.as_ptr() as u64 + d as u64
-                            };
                             // SAFETY: as above; the addresses follow the table and the pid
                             // (`8 * (2p + 1)` bytes, within `CAP` for every communicator).
-                            unsafe { base.add(8 * (p + 1 + r)).cast::<u64>().write_unaligned(at) };
-                            rooted::FAR | if writes { ROOT_WRITES } else { 0 } | c as u64
+                            unsafe {
+                                base.add(8 * (p + 1 + r))
+                                    .cast::<u64>()
+                                    .write_unaligned(send.as_ptr() as u64 + d as u64)
+                            };
+                            rooted::FAR | c as u64
                         }
                         _ => {
                             if r != root {
@@ -2071,26 +2012,18 @@ impl Seg {
                     self.posted_ring(blocks, off - start);
                 }
                 // Our buffer is read by the ranks whose entries say so until they are done;
-                // our own block meanwhile, rather than after the wait, and the blocks we
-                // write.
+                // our own block meanwhile, rather than after the wait.
                 if any_far {
                     if let Some((src, dst)) = own.take() {
                         dst.copy_from_slice(src);
                     }
-                    // SAFETY: entry `r` of our own table, written above; the readers only
-                    // read it.
-                    let entry =
-                        |r: usize| unsafe { base.add(8 * r).cast::<u64>().read_unaligned() };
-                    let far = |r: usize| entry(r) != u64::MAX && entry(r) & rooted::FAR != 0;
-                    for r in (0..p).filter(|&r| far(r) && entry(r) & ROOT_WRITES != 0) {
-                        if let Some((c, d)) = valid(r) {
-                            // SAFETY: our post of `k`, stamped, not finished; the word
-                            // follows the table (as above); `c` bytes at `d` of `send`.
-                            unsafe { self.write_block(k, r, &send[d..d + c]) };
+                    for r in 0..p {
+                        // SAFETY: entry `r` of our own table, written above; the readers
+                        // only read it.
+                        let entry = unsafe { base.add(8 * r).cast::<u64>().read_unaligned() };
+                        if entry != u64::MAX && entry & rooted::FAR != 0 {
+                            self.wait_word(self.seq_word(r), k);
                         }
-                    }
-                    for r in (0..p).filter(|&r| far(r) && entry(r) & ROOT_WRITES == 0) {
-                        self.wait_word(self.seq_word(r), k);
                     }
                 }
             }
@@ -2119,37 +2052,6 @@ impl Seg {
         (rest, got, scatter_tag(k))
     }
 
-    /// A scatterv root's write of rank `r`'s block `blk` ([`ROOT_WRITES`]) at collective
-    /// `k`: once `r` posted its pid, its receive buffer's address and length, the block is
-    /// written there (`process_vm_writev`; not when it does not fit: `r` finds that too),
-    /// then our word for `r` (after the table) says done, or that the write failed.
-    ///
-    /// # Safety
-    /// We posted `k` (a table of `size` words, then our pid and a word per rank) and have
-    /// not finished it.
-    unsafe fn write_block(&self, k: u64, r: usize, blk: &[u8]) {
-        self.wait_word(self.stamp(r, k), k);
-        // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after these
-        // reads; it posted 3 words.
-        let word = |i: usize| unsafe { self.post_word(r, k, i) };
-        let (pid, to, room) = (word(0) as i32, word(1), word(2) as usize);
-        let failed = blk.len() <= room && {
-            let src = blk.as_ptr().cast_mut();
-            // SAFETY: `r`'s receive buffer has room for the block at `to` and stays as it
-            // is until we say done (it waits for that); a write only reads our side.
-            unsafe { cma_copy(pid, src, to, blk.len(), Cma::Write) }.is_err()
-        };
-        // SAFETY: the word for `r` after our table (caller contract), 8-aligned (the data
-        // starts 8 bytes into a 64-aligned buffer), only accessed atomically once stamped.
-        let done = unsafe {
-            &*(self
-                .data(self.rank, k)
-                .add(8 * (self.size + 1 + r))
-                .cast::<AtomicU64>())
-        };
-        self.put_word(done, k | if failed { WRITE_FAILED } else { 0 });
-    }
-
     /// A scatterv reader's part of the root's table post of collective `k` (see
     /// [`Seg::scatterv`]): our block copied into `recv` or where it is instead; nothing is
     /// finished here.
@@ -2175,36 +2077,6 @@ impl Seg {
             VBlock::Here(n)
         } else if entry == ABANDONED {
             VBlock::Abandoned
-        } else if entry != u64::MAX && entry & ROOT_WRITES != 0 && entry & rooted::FAR != 0 {
-            // The root writes our block ([`Seg::root_writes`]): where (in our buffer of
-            // `k`, free once every rank is done with `k - NBUF`), then its word.
-            let n = (entry & !(rooted::FAR | ROOT_WRITES)) as usize;
-            self.reusable(k.saturating_sub(NBUF));
-            let w = self.data(self.rank, k).cast::<u64>();
-            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and
-            // no longer by anybody for `k - NBUF` (waited above); 3 words.
-            unsafe {
-                w.write_unaligned(crate::sm::own_pid());
-                w.add(1).write_unaligned(recv.as_mut_ptr() as u64);
-                w.add(2).write_unaligned(recv.len() as u64);
-            }
-            self.put_word(self.stamp(self.rank, k), k);
-            // SAFETY: the root's word for us after its table (caller contract: stamped, not
-            // finished by us), 8-aligned, only accessed atomically once stamped.
-            let done = unsafe {
-                &*(self
-                    .data(root, k)
-                    .add(8 * (p + 1 + self.rank))
-                    .cast::<AtomicU64>())
-            };
-            let v = self.wait_word(done, k);
-            if n > recv.len() {
-                VBlock::Truncated(n)
-            } else if v & WRITE_FAILED != 0 {
-                VBlock::Failed
-            } else {
-                VBlock::Here(n)
-            }
         } else if entry != u64::MAX && entry & rooted::FAR != 0 {
             let n = (entry & !rooted::FAR) as usize;
             if n > recv.len() {
