@@ -746,8 +746,9 @@ impl Seg {
     /// copy from the others' (np=8 on 2 vCPUs, 1 MiB blocks, a prototype: 6823 against 7853
     /// us, Open MPI 6332, 3 rounds). This implementation measured level with the read
     /// (alltoall 1 MiB, np=8 block-pinned, 3 rounds, load 23-33: 6586 against 6710 in the
-    /// same build, base 6583, Open MPI 5421), hence off by default
-    /// (`coll_sm_alltoall_push_min` 0).
+    /// same build, base 6583, Open MPI 5421) when first written; it is on by default now
+    /// for receive blocks of at least `coll_sm_alltoall_push_min` (32 KiB; 0 turns it
+    /// off).
     ///
     /// A writer writes only after the receiver stamped `k` with its layout (the caller
     /// waited for every stamp), and the receiver leaves the collective only once every
