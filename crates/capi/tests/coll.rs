@@ -92,7 +92,8 @@ fn collectives_match_reference_np2_to_5() {
 /// the shared-memory segment (`tests/c/coll_sm_blocking.c`): in place and not, every
 /// root, sizes on both sides of one segment buffer, contiguous and strided types, against
 /// local references; rooted ones back to back with the root moving; broadcasts around the
-/// lane's line sizes; `MPI_INT` reduce-scatters and allgatherv with empty blocks and guard
+/// lane's line sizes, and 64 and 128 KiB ones back to back from rank 0 (on 2 ranks long
+/// enough for the receiver's choice of copy to try both); `MPI_INT` reduce-scatters and allgatherv with empty blocks and guard
 /// items (the direct paths on the user's buffers). At np 2, 3, 4, 5 and 8 (from 3 on
 /// oversubscribing the machine, so ranks yield), and at np 3 with the component off (the
 /// point-to-point algorithms pass the same checks; the counters then say it was not used).

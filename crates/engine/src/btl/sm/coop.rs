@@ -633,6 +633,12 @@ impl Chooser {
         }
     }
 
+    /// Whether the mechanism in use is being tried: a switch by [`Chooser::choose`] whose
+    /// [`WARMUP`] and [`SETTLE`] measurements are not all in yet.
+    pub fn trying(&self) -> bool {
+        self.trying
+    }
+
     /// The mechanism in use.
     pub fn current(&self) -> Mech {
         self.cur

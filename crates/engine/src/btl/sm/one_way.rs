@@ -24,8 +24,9 @@
 //! a message since the period began (the acknowledgement of a window, a pong), or the
 //! last receive ended more than [`GAP_NS`] before (messages that come apart, as a ring's
 //! steps: each is a ping-pong's), or the period has [`PERIOD_MAX`] receives (a stream with
-//! no acknowledgements). A period with one receive is a ping-pong's message; one with more
-//! a stream's. Sans-IO: times come in as nanoseconds.
+//! no acknowledgements; [`TRY_PERIOD_MAX`] while the streams' chooser tries a mechanism). A
+//! period with one receive is a ping-pong's message; one with more a stream's. Sans-IO:
+//! times come in as nanoseconds.
 
 use super::coop::{self, Chooser, Mech};
 use super::two_way::Sample;
@@ -47,6 +48,17 @@ pub const GAP_NS: u64 = 5_000;
 
 /// Most receives of a period (a stream that sends nothing back still gives samples).
 pub const PERIOD_MAX: u32 = 256;
+
+/// Most receives of a period chosen by the streams' chooser while it tries a mechanism
+/// ([`Chooser::trying`]): a try takes [`coop::WARMUP`] + [`coop::SETTLE`] periods, and
+/// where nothing is sent back between the messages each of them lasted [`PERIOD_MAX`]
+/// receives, 2048 messages by the mechanism tried. A 2-rank bcast of 64 KiB (one blocking
+/// rendezvous after another, the receiver answering none) tried the pipeline that way at
+/// 18-37 us a message far apart against the cooperative copy's 6.3: 30-65 ms slow early in
+/// every launch. Windows closed by an acknowledgement are shorter anyway (64 messages),
+/// and a pipelined window's receives are all matched before any ends, so it stays one
+/// period.
+pub const TRY_PERIOD_MAX: u32 = 16;
 
 /// Which chooser a period's sample goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +102,8 @@ pub struct OneWay {
     last_end: u64,
     /// One of its transfers could not be measured (cold pages, held up by another copy).
     spoiled: bool,
+    /// Most receives of the period ([`PERIOD_MAX`], or [`TRY_PERIOD_MAX`] for a try).
+    max: u32,
     /// Our messages sent to the peer when the period began.
     sent: u64,
     /// The first receive's own sample and whether we had rendezvous sends under way, held
@@ -115,6 +129,7 @@ impl Default for OneWay {
             bytes: 0,
             last_end: 0,
             spoiled: false,
+            max: PERIOD_MAX,
             sent: 0,
             held: None,
         }
@@ -130,7 +145,7 @@ impl OneWay {
         if self.chosen == 0
             || self.open > 0
             || (sent == self.sent
-                && self.chosen < PERIOD_MAX
+                && self.chosen < self.max
                 && now.saturating_sub(self.last_end) <= GAP_NS)
         {
             return None;
@@ -171,11 +186,19 @@ impl OneWay {
     pub fn choose(&mut self, n: usize, now: u64, sent: u64, per_message: &mut Chooser) -> How {
         debug_assert!(by_period(n));
         if self.chosen == 0 {
-            let (m, kind) = if self.last_single {
-                (per_message.choose(now), Kind::PerMessage)
+            let (m, kind, max) = if self.last_single {
+                (per_message.choose(now), Kind::PerMessage, PERIOD_MAX)
             } else {
-                (self.streams[coop::size_class(n)].choose(now), Kind::Stream)
+                let c = &mut self.streams[coop::size_class(n)];
+                let m = c.choose(now);
+                let max = if c.trying() {
+                    TRY_PERIOD_MAX
+                } else {
+                    PERIOD_MAX
+                };
+                (m, Kind::Stream, max)
             };
+            self.max = max;
             self.first = (m, n, kind);
             self.start = now;
             self.bytes = 0;
@@ -467,6 +490,55 @@ mod tests {
         }
         // The first period was chosen by the per-message chooser: no stream sample.
         assert_eq!(periods, 3);
+    }
+
+    /// A 2-rank bcast of 64 KiB far apart, as measured (`chrt -r 1`): one blocking
+    /// rendezvous after another, nothing sent back, the next message matched 1.5 us after
+    /// the last one ended; the cooperative copy 6.3 us a message, the pipeline 25. The
+    /// streams' chooser settles on the cooperative copy and tries the pipeline now and
+    /// then: each try lasts [`coop::WARMUP`] + [`coop::SETTLE`] periods of at most
+    /// [`TRY_PERIOD_MAX`] receives, not of [`PERIOD_MAX`] (2048 pipelined messages, 50 ms).
+    #[test]
+    fn a_try_in_a_stream_without_acknowledgements_is_short() {
+        const M: usize = 64 << 10;
+        let mut w = OneWay::default();
+        let mut c = Chooser::default();
+        let mut t = 1_000u64;
+        let (mut run, mut longest, mut runs, mut settled) = (0u32, 0u32, 0u32, false);
+        while t < 300_000_000 {
+            if let Some((s, kind, sends)) = w.close(t, 0) {
+                w.record(s, kind, sends, &mut c);
+            }
+            let h = w.choose(M, t, 0, &mut c);
+            let d = if h == How::Pipe { 25_000 } else { 6_300 };
+            w.ended(
+                Sample::Timed {
+                    m: mech(h),
+                    n: M,
+                    start: t,
+                    end: t + d,
+                },
+                false,
+            );
+            t += d + 1_500;
+            if h == How::Pipe {
+                run += 1;
+                continue;
+            }
+            if settled && run > 0 {
+                longest = longest.max(run);
+                runs += 1;
+            }
+            run = 0;
+            settled |= w.streams(M).current() == Mech::Coop && !w.streams(M).trying();
+        }
+        let most = (coop::WARMUP + coop::SETTLE) * TRY_PERIOD_MAX;
+        assert!(
+            longest <= most,
+            "a try of the pipeline took {longest} messages in a row (at most {most})"
+        );
+        assert!(runs >= 2, "{runs} tries of the pipeline once settled");
+        assert_eq!(w.streams(M).current(), Mech::Coop);
     }
 
     /// A transfer that could not be measured (cold pages) spoils its period's sample; a
