@@ -399,10 +399,6 @@ static unsigned long long read_counter(MPI_T_pvar_session s, MPI_T_pvar_handle h
     return v;
 }
 
-/* Small alltoalls of a basic type (the C library's paths on the user's buffers), out of
- * place and in place, each followed by a barrier: each counts as an alltoall of the
- * component when it runs there, so the barrier after it knows a collective came between and
- * does not meet (a barrier meets only right after a barrier); the data are checked too. */
 /* Alltoallv and alltoallw of MPI_CHAR on edges of their fast paths, which read the caller's
  * count and displacement arrays in place: negative displacements (legal: both buffers are
  * passed at their end, every block before it, in reverse rank order with a 2-byte gap)
@@ -455,6 +451,10 @@ static void alltoallv_edges(void) {
     free(s), free(r), free(sc), free(sd), free(rc), free(rd), free(ty);
 }
 
+/* Small alltoalls of a basic type (the C library's paths on the user's buffers), out of
+ * place and in place, each followed by a barrier: each counts as an alltoall of the
+ * component when it runs there, so the barrier after it knows a collective came between and
+ * does not meet (a barrier meets only right after a barrier); the data are checked too. */
 static void alltoall_counted(void) {
     MPI_T_pvar_session s;
     CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS);

@@ -290,24 +290,39 @@ mod tests {
         pipe: u64,
         coop: u64,
     ) {
-        if let Some((s, kind, sends)) = w.close(*t, *sent) {
-            w.record(s, kind, sends, c);
-        }
-        let how = w.choose(N, *t, *sent, c);
-        let d = match how {
+        let (_, d) = receive(w, c, (N, *t, *sent), |how| match how {
             How::Pipe => pipe,
             How::Coop => coop,
             How::Read => panic!("a ping-pong's message read alone"),
-        };
-        let s = Sample::Timed {
-            m: mech(how),
-            n: N,
-            start: *t,
-            end: *t + d,
-        };
-        w.ended(s, false);
+        });
         *sent += 1;
         *t += 2 * d;
+    }
+
+    /// One receive of `n` bytes at `t` with `sent` of our messages out: the period it ends
+    /// recorded, its mechanism chosen, and its transfer timed as taking `took(how)` ns.
+    /// Returns the mechanism and that time.
+    fn receive(
+        w: &mut OneWay,
+        c: &mut Chooser,
+        (n, t, sent): (usize, u64, u64),
+        took: impl FnOnce(How) -> u64,
+    ) -> (How, u64) {
+        if let Some((s, kind, sends)) = w.close(t, sent) {
+            w.record(s, kind, sends, c);
+        }
+        let how = w.choose(n, t, sent, c);
+        let d = took(how);
+        w.ended(
+            Sample::Timed {
+                m: mech(how),
+                n,
+                start: t,
+                end: t + d,
+            },
+            false,
+        );
+        (how, d)
     }
 
     /// One window of 64 messages of 16 KiB beginning at `t`, then our acknowledgement.
@@ -506,20 +521,13 @@ mod tests {
         let mut t = 1_000u64;
         let (mut run, mut longest, mut runs, mut settled) = (0u32, 0u32, 0u32, false);
         while t < 300_000_000 {
-            if let Some((s, kind, sends)) = w.close(t, 0) {
-                w.record(s, kind, sends, &mut c);
-            }
-            let h = w.choose(M, t, 0, &mut c);
-            let d = if h == How::Pipe { 25_000 } else { 6_300 };
-            w.ended(
-                Sample::Timed {
-                    m: mech(h),
-                    n: M,
-                    start: t,
-                    end: t + d,
-                },
-                false,
-            );
+            let (h, d) = receive(&mut w, &mut c, (M, t, 0), |h| {
+                if h == How::Pipe {
+                    25_000
+                } else {
+                    6_300
+                }
+            });
             t += d + 1_500;
             if h == How::Pipe {
                 run += 1;
