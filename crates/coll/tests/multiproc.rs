@@ -1727,8 +1727,10 @@ fn sm_ialltoallv_far(c: &CollComm) {
 /// the late rank after a sleep, and after it every rank finds every rank's file. Before
 /// the barrier of each round comes one collective of another kind, or none, and the
 /// barrier must meet (counted in `coll_sm_barrier_meet_calls`) exactly when none came
-/// and the barrier releases at all: every kind of collective, blocking or nonblocking, on
-/// the segment or not, tells the barrier after it that it came between.
+/// and the barrier releases at all, or, on two ranks that do not yield when idle, when a
+/// blocking allreduce or reduce-scatter came (`select::barrier`): every kind of
+/// collective, blocking or nonblocking, on the segment or not, tells the barrier after it
+/// that it came between, and only those two let a barrier of two such ranks meet.
 fn sm_barrier_suite(c: &CollComm) {
     use oxmpi_coll::base::stats::{runs, Alg};
     use oxmpi_coll::nbc::light;
@@ -1750,7 +1752,10 @@ fn sm_barrier_suite(c: &CollComm) {
     );
     // Too large for the segment and its single copies: point to point.
     let far = oxmpi_coll::sm::params::single_copy_max_for(p) + 1;
-    const KINDS: usize = 5;
+    // Two ranks that do not yield when idle: a barrier after a blocking allreduce or
+    // reduce-scatter meets too.
+    let pair = p == 2 && seg.as_ref().is_some_and(|s| !s.some_yield());
+    const KINDS: usize = 7;
     select::barrier(c).unwrap();
     for round in 0..KINDS * p {
         let kind = round % KINDS;
@@ -1802,10 +1807,44 @@ fn sm_barrier_suite(c: &CollComm) {
                 assert_eq!(s.owned_bytes(0).unwrap(), &data(8)[..], "round {round}");
             }
             // A blocking bcast point to point.
-            _ => {
+            4 => {
                 let mut b = mine(far);
                 select::bcast(c, &mut b, 0).unwrap();
                 assert!(b == data(far), "large bcast before barrier round {round}");
+            }
+            // A blocking allreduce on the segment.
+            5 => {
+                let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(16, round as u64, i, 2)).collect();
+                let mut sum = xs[r].clone();
+                select::allreduce(c, None, &mut sum, &sum_u32, 4, true).unwrap();
+                assert_eq!(
+                    sum,
+                    fold(&sum_u32, &xs),
+                    "allreduce before barrier round {round}"
+                );
+            }
+            // A blocking reduce-scatter on the segment (point to point without it).
+            _ => {
+                let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(8 * p, round as u64, i, 3)).collect();
+                let mut out = vec![0u8; 8];
+                let geom = (8 * r, 8, 8 * p);
+                if !select::reduce_scatter_direct(c, Some(&xs[r]), &mut out, geom, (&sum_u32, true))
+                    .unwrap()
+                {
+                    let op = Op {
+                        f: &sum_u32,
+                        elem_size: 4,
+                        commutative: true,
+                    };
+                    let mut full = xs[r].clone();
+                    select::reduce_scatter(c, &mut full, &vec![8; p], &mut out, &op).unwrap();
+                }
+                let want = fold(&sum_u32, &xs);
+                assert_eq!(
+                    out,
+                    want[8 * r..8 * r + 8],
+                    "reduce_scatter before barrier round {round}"
+                );
             }
         }
         if round / KINDS % p == r {
@@ -1816,7 +1855,7 @@ fn sm_barrier_suite(c: &CollComm) {
         select::barrier(c).unwrap();
         assert_eq!(
             runs(Alg::SmBarrierMeet) - met,
-            u64::from(releases && kind == 0),
+            u64::from(releases && (kind == 0 || (pair && kind >= 5))),
             "barrier round {round} after collective kind {kind} met or not"
         );
         for i in 0..p {

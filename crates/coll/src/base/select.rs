@@ -15,12 +15,17 @@ use crate::{CollComm, Op, Result};
 
 /// Barrier. On the segment, a barrier right after a barrier on this communicator (no
 /// collective of any kind called between them, [`crate::base::stats::last_was`]) meets
-/// instead of letting rank 0 out first ([`sm::Seg::barrier`]).
+/// instead of letting rank 0 out first ([`sm::Seg::barrier`]); so does one right after a
+/// blocking allreduce or reduce-scatter on two ranks that do not yield when idle
+/// ([`MEET_AFTER_PAIR`]).
 #[inline]
 pub fn barrier(a: &CollComm) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Barrier)? {
         let again = seg.barrier_releases()
-            && crate::base::stats::last_was(a.shadow, &[Alg::SmBarrier, Alg::SmBarrierMeet]);
+            && (crate::base::stats::last_was(a.shadow, &[Alg::SmBarrier, Alg::SmBarrierMeet])
+                || (seg.size() == 2
+                    && !seg.some_yield()
+                    && crate::base::stats::last_was(a.shadow, MEET_AFTER_PAIR)));
         count(
             a.shadow,
             if again {
@@ -34,6 +39,16 @@ pub fn barrier(a: &CollComm) -> Result<()> {
     }
     a.barrier()
 }
+
+/// The collectives after which a barrier of two ranks that do not yield when idle meets
+/// instead of letting rank 0 out first: the blocking allreduce and reduce-scatter on the
+/// segment (every size). A loop of such a collective and a barrier (the standard suites'
+/// timing) then starts each collective with both ranks leaving the barrier together: with
+/// rank 0 out first it waited one handoff in the collective for rank 1 (np=2, `ab.sh`,
+/// every barrier meeting: far allreduce 64 B 0.584 to 0.511 us, reduce_scatter_block 1 KiB
+/// 0.661 to 0.576; session 53, s53-smallar, in `spot-checks-wave2.md`). A collective rooted
+/// at rank 0 after it loses that head start; after a rooted one the barrier still releases.
+const MEET_AFTER_PAIR: &[Alg] = &[Alg::SmAllreduce, Alg::SmReduceScatter];
 
 /// Broadcast of `buf` from `root` (every rank passes the same length). On the segment:
 /// up to [`sm::DATA`] bytes through its buffers ([`sm::Seg::bcast`]), larger ones up to

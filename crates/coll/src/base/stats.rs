@@ -36,7 +36,7 @@ macro_rules! algorithms {
 
 algorithms! {
     SmBarrier: "coll_sm_barrier_calls", "coll_sm", "Barriers run by the shared-memory component (but those counted in coll_sm_barrier_meet_calls)";
-    SmBarrierMeet: "coll_sm_barrier_meet_calls", "coll_sm", "Barriers run by the shared-memory component right after a barrier on the same communicator, where every rank waits for every other's arrival instead of rank 0 leaving first";
+    SmBarrierMeet: "coll_sm_barrier_meet_calls", "coll_sm", "Barriers run by the shared-memory component right after a barrier on the same communicator (or, on two ranks that do not yield when idle, right after a blocking allreduce or reduce-scatter), where every rank waits for every other's arrival instead of rank 0 leaving first";
     SmBcast: "coll_sm_bcast_calls", "coll_sm", "Broadcasts run by the shared-memory component";
     SmAllreduce: "coll_sm_allreduce_calls", "coll_sm", "Allreduces run by the shared-memory component";
     SmReduce: "coll_sm_reduce_calls", "coll_sm", "Reduces run by the shared-memory component";

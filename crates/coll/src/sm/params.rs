@@ -132,9 +132,10 @@ pub const BARRIER_RELEASE: ParamDecl = ParamDecl::new(
     "The shared-memory barrier gathers the arrivals at rank 0, which leaves first and then \
      releases the others (a collective rooted at rank 0 right after it starts one handoff \
      earlier, also when ranks yield when idle), except in a barrier called right after a \
-     barrier on the same communicator (no collective of any kind between), where every rank \
-     waits for every other's arrival as with this off (the last to arrive leaves first: one \
-     handoff instead of two)",
+     barrier on the same communicator (no collective of any kind between), or on two ranks \
+     that do not yield when idle right after a blocking allreduce or reduce-scatter, where \
+     every rank waits for every other's arrival as with this off (the last to arrive leaves \
+     first: one handoff instead of two)",
 )
 .level(7);
 
