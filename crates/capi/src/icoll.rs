@@ -468,6 +468,57 @@ mpi_fn_c! {
     }
 }
 
+/// An iscatter root's whole part at its call, on the communicator's segment and the
+/// caller's memory ([`oxmpi_coll::sm::nb::scatter_root_now`]): for predefined basic types
+/// whose blocks go through the segment as a scatterv
+/// ([`oxmpi_coll::sm::nb::scatter_as_scatterv`], as [`rooted_seg`] chooses on every rank),
+/// when our buffer is free, the post comes before anything else (no datatype reference, no
+/// counts on the heap, no request slot) and the request is a completed one. `None`: the
+/// general path, which also reports the errors (other types, NULL buffers, a receive
+/// buffer whose length is not the block's, other paths, our buffer still in use, a
+/// persistent collective being planned).
+fn iscatter_root_now(
+    a: &oxmpi_coll::CollComm,
+    (sendbuf, sendcount, sendtype): (*const c_void, i64, c_int),
+    (recvbuf, recvcount, recvtype, in_place): (*mut c_void, i64, c_int, bool),
+    request: *mut c_int,
+) -> Option<MpiResult> {
+    let p = a.size as usize;
+    let block = crate::coll::basic_bytes(sendcount, sendtype)?;
+    if !oxmpi_coll::sm::nb::scatter_as_scatterv(p, block)
+        || request.is_null()
+        || sendbuf.is_null()
+        || planning()
+    {
+        return None;
+    }
+    let seg = oxmpi_coll::sm::existing(a)?;
+    let out: &mut [u8] = if in_place {
+        &mut []
+    } else {
+        if recvbuf.is_null() || crate::coll::basic_bytes(recvcount, recvtype)? != block {
+            return None;
+        }
+        // SAFETY: MPI contract: recvbuf (not NULL) has room for `recvcount` items of a
+        // predefined basic type, `block` bytes from offset 0, apart from the send buffer.
+        unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), block) }
+    };
+    // SAFETY: MPI contract: sendbuf holds `size` blocks of `sendcount` items of a
+    // predefined basic type (contiguous), `p * block` bytes (no overflow: `block` is at
+    // most `scatterv_max(p)`); read only.
+    let send = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), p * block) };
+    if !oxmpi_coll::sm::nb::scatter_root_now(a, &seg, send, block, out) {
+        return None;
+    }
+    // Posting advances the other collectives (after our post here: it comes first).
+    sched::progress_pending();
+    Some(crate::ffi::out(
+        request,
+        crate::handles::SEND_DONE,
+        "request",
+    ))
+}
+
 mpi_fn_c! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter", PMPI_Iscatter_c / "MPI_Iscatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
@@ -477,6 +528,11 @@ mpi_fn_c! {
         let p = size as usize;
         let me = rank == root;
         let in_place = alg::is_in_place(recvbuf) && me;
+        // A root of predefined types whose blocks go through the segment as a scatterv:
+        // posted first (the other ranks take the general path's reading of that post).
+        if let Some(r) = me.then(|| iscatter_root_now(&a, (sendbuf, i64::from(sendcount), sendtype), (recvbuf, i64::from(recvcount), recvtype, in_place), request)).flatten() {
+            return r;
+        }
         let mut unpack = Vec::new();
         let blk = if me {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;

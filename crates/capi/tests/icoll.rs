@@ -81,7 +81,9 @@ fn intercommunicator_nonblocking_collectives_and_undefined_calls_np2_3_5() {
 /// `tests/c/coll_nb_sm.c` checks every reduction over every predefined type and the
 /// operations defined on it, and the data-movement forms with contiguous and strided types,
 /// in place and not, against the blocking forms and local references (igather and igatherv
-/// of 32 KiB to 1 MiB blocks, on 2 ranks by one cross-memory copy up to 64 KiB); more outstanding
+/// of 32 KiB to 1 MiB blocks, on 2 ranks by one cross-memory copy up to 64 KiB); iscatters
+/// whose root posts at its call (20 outstanding, read only after the root posted them all);
+/// more outstanding
 /// collectives than the segment has buffers, completed in reverse order between blocking
 /// ones; and posts that must not wait for the others. At np 2, 3 and 4 (3 and 4
 /// oversubscribe the machine, so ranks yield), and once with the component off (the

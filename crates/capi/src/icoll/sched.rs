@@ -386,10 +386,13 @@ pub(crate) fn rooted_seg(
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
     seg_or_else(a, (posted, small), || {
         let p = a.size as usize;
-        if coll == oxmpi_coll::sm::Rooted::Scatter && block <= oxmpi_coll::sm::nb::scatterv_max(p) {
+        if coll == oxmpi_coll::sm::Rooted::Scatter
+            && oxmpi_coll::sm::nb::scatter_as_scatterv(p, block)
+        {
             // The other ranks' blocks fit the root's buffer although all of them do not:
             // through the segment as that scatterv (as the blocking scatter does), two
-            // copies of each block where a cross-memory copy costs a system call.
+            // copies of each block where a cross-memory copy costs a system call. (A root
+            // of predefined types posts it at its call instead: `iscatter_root_now`.)
             let seg = oxmpi_coll::sm::existing(a)?;
             let (counts, displs) = if a.rank as usize == root {
                 (0..p).map(|i| (block, i * block)).unzip()

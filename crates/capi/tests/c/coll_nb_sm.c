@@ -17,6 +17,10 @@
  *   outstanding: every block where it belongs, the igatherv's gaps untouched; on 2 ranks
  *   the igathers up to 64 KiB run on the segment (by one cross-memory copy), larger ones
  *   not.
+ * - Iscatters of 16 B to 4000 B blocks (one size per rank count through the segment as a
+ *   scatterv, whose root of predefined types posts at its call), 20 outstanding per root,
+ *   the other ranks posting theirs only after the root posted all of its: the root's
+ *   later posts must wait for its buffers to be read; values per rank, in place and not.
  * - Ireduce_scatter_block and ireduce_scatter of vectors from just above one buffer to
  *   64 KiB, in place and not: values against a local reference; on 2 ranks those in
  *   place of at most 8 KiB go by message (counted by the pairwise schedule's counter),
@@ -533,6 +537,69 @@ static void check_pair_scatters(int round, bool on) {
             free(b);
             free(cnt);
             free(dsp);
+        }
+    }
+}
+
+/* ---- iscatters whose root posts at its call ---- */
+
+static int spval(int i, int q, int k, int round) { return (i * 37 + q * 11 + k * 3 + round * 5) % 251 + 1; }
+
+/* Iscatters of 16, 1200, 2000 and 4000-byte blocks, MPI_CHAR and MPI_INT, in place and not,
+ * every root (on 2, 3 and 4 ranks one of the sizes goes through the segment as a scatterv,
+ * whose root of predefined types posts at its call): SPOSTS outstanding, more than the
+ * segment's 8 buffers per rank, and the other ranks post theirs only once the root has
+ * posted all of its and sent them a token, so that the root's later posts find its buffers
+ * still unread (they must wait for the readers, not overwrite the older posts); completed
+ * in reverse order. Every rank's block as the root's, the bytes after it untouched, the
+ * root's input (its own block, in place) unchanged. */
+#define SPOSTS 20
+static void check_scatter_posts(int round) {
+    int bytes[] = {16, 1200, 2000, 4000};
+    for (int root = 0; root < size; root++) {
+        int me = rank == root;
+        unsigned char *s[SPOSTS], *o[SPOSTS];
+        int b[SPOSTS], ip[SPOSTS], isint[SPOSTS];
+        MPI_Request rq[SPOSTS];
+        int token = 0;
+        if (!me) CHECK_RC(MPI_Recv(&token, 1, MPI_INT, root, 61, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = 0; i < SPOSTS; i++) {
+            b[i] = bytes[(i + round) % 4];
+            isint[i] = (i / 4 + round) % 2;
+            ip[i] = me && (i + root) % 3 == 1;
+            s[i] = malloc((size_t)b[i] * size);
+            o[i] = malloc((size_t)b[i] + 8);
+            for (int q = 0; q < size; q++)
+                for (int k = 0; k < b[i]; k++) {
+                    int v = spval(i, q, k, round);
+                    if (isint[i] && k % 4 == 0) ((int *)(s[i] + (size_t)q * b[i]))[k / 4] = me ? v : -1;
+                    else if (!isint[i]) s[i][(size_t)q * b[i] + k] = me ? (unsigned char)v : 0;
+                }
+            memset(o[i], 0x77, (size_t)b[i] + 8);
+            MPI_Datatype t = isint[i] ? MPI_INT : MPI_CHAR;
+            int n = isint[i] ? b[i] / 4 : b[i];
+            CHECK_RC(MPI_Iscatter(s[i], n, t, ip[i] ? MPI_IN_PLACE : o[i], n, t, root, MPI_COMM_WORLD, &rq[i]));
+        }
+        if (me)
+            for (int q = 0; q < size; q++)
+                if (q != root) CHECK_RC(MPI_Send(&token, 1, MPI_INT, q, 61, MPI_COMM_WORLD));
+        for (int i = SPOSTS - 1; i >= 0; i--) CHECK_RC(MPI_Wait(&rq[i], MPI_STATUS_IGNORE));
+        for (int i = 0; i < SPOSTS; i++) {
+            for (int k = 0; k < b[i] && !ip[i]; k++) {
+                int v = spval(i, rank, k, round);
+                if (isint[i] && k % 4 == 0) CHECK(((int *)o[i])[k / 4] == v);
+                else if (!isint[i]) CHECK(o[i][k] == v);
+            }
+            /* the bytes after the block (in place: all of the unused buffer) untouched */
+            for (int k = ip[i] ? 0 : b[i]; k < b[i] + 8; k++) CHECK(o[i][k] == 0x77);
+            for (int q = 0; q < size && me; q++)
+                for (int k = 0; k < b[i]; k++) {
+                    int v = spval(i, q, k, round);
+                    if (isint[i] && k % 4 == 0) CHECK(((int *)(s[i] + (size_t)q * b[i]))[k / 4] == v);
+                    else if (!isint[i]) CHECK(s[i][(size_t)q * b[i] + k] == v);
+                }
+            free(s[i]);
+            free(o[i]);
         }
     }
 }
@@ -1199,6 +1266,7 @@ int main(int argc, char **argv) {
         check_moves(round);
         check_pair_gathers(round, nb != 0);
         check_pair_scatters(round, nb != 0);
+        check_scatter_posts(round);
         check_pair_reduce_scatters(round, nb != 0);
         check_ordering(round);
         check_alltoallv(round);

@@ -562,6 +562,50 @@ pub fn scatterv_root_now(
     true
 }
 
+/// Most ranks of an `MPI_Iscatter` whose root posts at its call
+/// ([`scatter_root_now`]): its counts and offsets are made on the stack. Past 25 ranks
+/// no block size takes the path anyway (a block of at most [`scatterv_max`] bytes whose
+/// `p` copies do not fit one buffer).
+const SCATTER_NOW_RANKS: usize = 32;
+
+/// Whether an `MPI_Iscatter` of `p` ranks and blocks of `block` bytes goes through the
+/// segment as a scatterv (its `p` blocks do not fit one buffer, [`SmKind::fits`], but every
+/// other rank's block does, [`scatterv_max`]): the path the C API takes for it on every
+/// rank, whose root may then post at its call ([`scatter_root_now`]). The same on every
+/// rank (`block` and `p` are sizes MPI requires to match).
+pub fn scatter_as_scatterv(p: usize, block: usize) -> bool {
+    !SmKind::fits(block.saturating_mul(p)) && block <= scatterv_max(p)
+}
+
+/// An `MPI_Iscatter` root's whole part at its call, for blocks of `block` bytes (`p` of
+/// them in `input`, in rank order) that go through the segment as a scatterv
+/// ([`scatter_as_scatterv`]): the post of [`scatterv_root_now`] (its table and the other
+/// ranks' blocks, which the other ranks read as any [`SmKind::Scatterv`] root's), made
+/// before anything else, and our own block copied into `out` (none in place: `out`
+/// empty). Where the general path posts from the light request it makes (np=2, 4 KiB
+/// blocks: about 2000 instructions more at the root before the post, and the reader
+/// waits for that post), nothing is allocated or looked up. False, with nothing taken or
+/// written, for any other case (another path, `input` shorter than the blocks, `out`
+/// shorter than a block, more than [`SCATTER_NOW_RANKS`] ranks, our buffer still read for
+/// an older collective): the caller starts it as before.
+pub fn scatter_root_now(
+    cc: &crate::CollComm,
+    seg: &Seg,
+    input: &[u8],
+    block: usize,
+    out: &mut [u8],
+) -> bool {
+    let p = seg.size();
+    if p > SCATTER_NOW_RANKS || !scatter_as_scatterv(p, block) {
+        return false;
+    }
+    let (mut counts, mut displs) = ([0usize; SCATTER_NOW_RANKS], [0usize; SCATTER_NOW_RANKS]);
+    for (i, (c, d)) in counts.iter_mut().zip(displs.iter_mut()).take(p).enumerate() {
+        (*c, *d) = (block, i * block);
+    }
+    scatterv_root_now(cc, seg, input, (&counts[..p], &displs[..p]), out)
+}
+
 /// Largest block of an `MPI_Ialltoallv` of `p` ranks through the segment: small enough
 /// that a rank's table (a word per rank) and its blocks for every other rank fit its one
 /// buffer ([`CAP`] bytes) whatever its other counts are.
