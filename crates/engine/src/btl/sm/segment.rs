@@ -117,6 +117,9 @@ pub(crate) struct SmSetup {
     /// `btl_sm_ring_hot`: the part of each ring we produce into that a ping-pong keeps to
     /// ([`Producer::hot_wrap`]).
     ring_hot: usize,
+    /// `btl_sm_ring_size`: where a ring larger than that ([`RING_FACTOR`]) ends for streams
+    /// that leave little in flight ([`Producer::soft_end`]).
+    ring_soft: usize,
 }
 
 /// Opens the `sm` component: creates and maps our segment (one slot per rank), which its
@@ -137,6 +140,7 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         layout,
         bulk_hot: s.bulk,
         ring_hot: s.ring_hot,
+        ring_soft: s.ring,
     })))
 }
 
@@ -223,6 +227,7 @@ impl SmSetup {
         let coop_rx = unsafe { CoopMem::from_raw(rx_base.add(ours.coop_at())) };
         let (mut tx, mut rx) = (Producer::new(tx), Consumer::new(rx));
         tx.hot_wrap(self.ring_hot);
+        tx.soft_end(self.ring_soft);
         if let Some((t, r)) = warmed {
             tx.warm_ahead(t);
             rx.warm_ahead(r);
