@@ -724,12 +724,13 @@ mod tests {
             // A job of 3 ranks: bulk buffers with a stream area.
             let bulk = sm::bulk::bulk_bytes(set.bulk, 3);
             assert_eq!(bulk, set.bulk * sm::bulk::STREAM_FACTOR);
-            // And rings of twice the ring size.
-            let ring = sm::segment::ring_bytes(set.ring, 3);
-            assert_eq!(ring, set.ring * sm::segment::RING_FACTOR);
-            let stride = sm::segment::Layout { ring, bulk }.slot();
+            let stride = sm::segment::Layout {
+                ring: set.ring,
+                bulk,
+            }
+            .slot();
             assert_eq!(sm.get::<usize>(1).unwrap(), 3 * stride, "length");
-            assert_eq!(sm.get::<usize>(2).unwrap(), ring);
+            assert_eq!(sm.get::<usize>(2).unwrap(), set.ring);
             assert_eq!(sm.get::<usize>(3).unwrap(), bulk);
         }
         if let Some(tcp) = job.section(r, "tcp", 3).unwrap() {

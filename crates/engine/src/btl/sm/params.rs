@@ -54,9 +54,7 @@ pub(crate) static RING_SIZE: ParamDecl = ParamDecl::new(
     "ring_size",
     ParamType::Size,
     "320k",
-    "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096); \
-     in a job of at most 4 ranks each ring is twice this (a window of 64 eager messages of \
-     8 KiB fits in it)",
+    "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096)",
 )
 .level(5);
 

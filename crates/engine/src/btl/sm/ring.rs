@@ -382,11 +382,6 @@ pub struct Producer {
     /// Whether the last record that started past `hot` started over (a ping-pong keeping to
     /// the ring's first bytes), so that the lines at 0 are the ones to ask for ahead.
     hot_lap: bool,
-    /// A record that would start at or past this byte of the data area starts over at 0
-    /// when little is in flight ([`Producer::soft_end`]; `cap`: never).
-    soft: usize,
-    /// Whether this lap's first record past `soft` has looked at `tail` already.
-    soft_tried: bool,
 }
 
 impl Producer {
@@ -410,8 +405,6 @@ impl Producer {
             turn: false,
             hot: slots * SLOT,
             hot_lap: false,
-            soft: slots * SLOT,
-            soft_tried: false,
         };
         if cached_tail != 0 {
             p.mark(0, p.mem.cap, true);
@@ -500,22 +493,6 @@ impl Producer {
         };
     }
 
-    /// Keeps streams of small records to the first `soft` bytes of the data area
-    /// (`btl_sm_ring_size` where the ring is larger, [`super::segment::RING_FACTOR`]; 0 or
-    /// `cap` and more: the whole area). The first record of a lap below [`LARGE`] that would
-    /// start at or past `soft` loads `tail` once; if at most half of the space past `soft`
-    /// is in flight, the producer pads the rest of the area and starts over at 0, else it
-    /// goes on. Large records (4 KiB and more) go on into the rest of the ring, which a
-    /// window of 64 of them needs (an early pad while a few of them wait would leave the
-    /// window the space before them only). So a stream of small records walks no more
-    /// lines than in a ring of `soft` bytes (the whole ring twice as large made near bw
-    /// 8-32 B 3-6 % slower), while a window of 64 records of 8 KiB still finds room for all
-    /// of them.
-    pub fn soft_end(&mut self, soft: usize) {
-        let soft = soft.min(self.mem.cap) / SLOT * SLOT;
-        self.soft = if soft == 0 { self.mem.cap } else { soft };
-    }
-
     /// Whether the consumer has consumed everything written: from the cached `tail`, or,
     /// on a ping-pong's turn, from `tail` itself.
     #[inline]
@@ -573,14 +550,6 @@ impl Producer {
         if !wrap && self.pos > self.hot {
             wrap = total <= pos && self.known_empty();
             self.hot_lap = wrap;
-        }
-        if !wrap && self.pos >= self.soft && !self.soft_tried && !is_large(total as usize) {
-            // Past the soft end (`soft_end`): a small record starts over at 0 if little is
-            // in flight; the space check below counts the pad.
-            self.soft_tried = true;
-            self.cached_tail = self.mem.ctl().tail.load(Ordering::Acquire);
-            let in_flight = self.head - self.cached_tail;
-            wrap = in_flight <= (cap - self.soft as u64) / 2 && in_flight + to_end + total <= cap;
         }
         let need = if wrap { to_end + total } else { total };
         if self.head + need - self.cached_tail > cap {
@@ -641,9 +610,6 @@ impl Producer {
         self.pos = end;
         if self.pos == self.mem.cap {
             self.pos = 0;
-        }
-        if self.pos < self.soft {
-            self.soft_tried = false;
         }
         if end > self.warm_mark {
             // After publishing the record, so that the system call overlaps the consumer's
@@ -1210,65 +1176,6 @@ mod tests {
         push(p, data)
     }
 
-    /// With a soft end, a stream of small records that the consumer keeps up with starts
-    /// no record at or past it (the first that would starts over at 0 behind a pad), while
-    /// a burst of large records goes on into the rest of the ring and may fill it whole;
-    /// every record arrives intact and in order.
-    #[test]
-    fn soft_end_keeps_small_streams_short_and_lets_bursts_use_the_whole_ring() {
-        let mut buf = Buf([0; CTL_BYTES + BUF]);
-        let (mut p, mut c) = ring_of(&mut buf, BUF);
-        let soft = BUF / 2;
-        p.soft_end(soft);
-        let mut seq = 0u64;
-        let (mut most, mut pads) = (0, 0);
-        for _ in 0..300 {
-            let batch: Vec<Vec<u8>> = (0..4)
-                .map(|_| {
-                    seq += 1;
-                    frame_like(100, seq)
-                })
-                .collect();
-            for m in &batch {
-                assert!(push(&mut p, m), "record {seq}: full");
-            }
-            for m in &batch {
-                let before = c.consumed();
-                let (at, got) = pop_at(&mut c).unwrap();
-                assert!(&got == m, "small record at {at}");
-                most = most.max(at);
-                pads += u32::from(c.consumed() - before >= (BUF - soft) as u64);
-            }
-        }
-        assert!(most < soft, "a small record started at {most}, past {soft}");
-        assert!(pads >= 5, "{pads} early pads");
-        for round in 0..3 {
-            let mut burst = Vec::new();
-            let n = LARGE + 96;
-            loop {
-                seq += 1;
-                let m = frame_like(n, seq);
-                if !push(&mut p, &m) {
-                    break;
-                }
-                burst.push(m);
-            }
-            assert!(
-                burst.len() * n > soft,
-                "round {round}: a burst of {} records of {n} B",
-                burst.len()
-            );
-            let mut past = false;
-            for m in &burst {
-                let (at, got) = pop_at(&mut c).unwrap();
-                assert!(&got == m, "round {round}: record at {at}");
-                past |= at >= soft;
-            }
-            assert!(past, "round {round}: no record past the soft end");
-            assert!(!c.ready());
-        }
-    }
-
     /// A ping-pong keeps to the hot part: once a record ends past `hot` and the consumer
     /// has taken everything, the next one starts over at 0 behind an early pad, which the
     /// consumer skips like the pad at the end (its frame cleared, `tail` past it). A stream
@@ -1430,7 +1337,6 @@ mod tests {
             Push(usize, bool),
             Pop,
             Hot(usize),
-            Soft(usize),
             Drained,
         }
 
@@ -1439,7 +1345,6 @@ mod tests {
                 4 => (0usize..5000, any::<bool>()).prop_map(|(n, t)| Op::Push(n, t)),
                 4 => Just(Op::Pop),
                 1 => (0usize..9000).prop_map(|h| Op::Hot(h / SLOT * SLOT)),
-                1 => (0usize..9000).prop_map(Op::Soft),
                 1 => Just(Op::Drained),
             ]
         }
@@ -1477,7 +1382,6 @@ mod tests {
                             }
                         }
                         Op::Hot(h) => p.hot_wrap(h),
-                        Op::Soft(h) => p.soft_end(h),
                         Op::Drained => prop_assert_eq!(p.is_drained(), model.is_empty()),
                     }
                     // The count of dirty slots is the bitmap's.

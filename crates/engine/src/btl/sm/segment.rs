@@ -49,24 +49,6 @@ impl Layout {
     }
 }
 
-/// A ring of a job of at most [`bulk::STREAM_RANKS`] ranks holds this many times
-/// `btl_sm_ring_size`: a window of 64 eager messages of 8 KiB (64 records of 8224 bytes,
-/// 514 KiB) then fits in it whole, as in MPICH's (UCX's) receive FIFO of 64 cells of 8 KiB,
-/// where 320 KiB held 39 of them and the sender queued the rest until the receiver had
-/// drained the ring (near bibw 8 KiB 1.42x at 640 KiB, session 53). Its pages are allocated only as records reach them (a ping-pong keeps to the ring's
-/// first `btl_sm_ring_hot` bytes), so only streams pay the memory.
-pub(crate) const RING_FACTOR: usize = 2;
-
-/// The bytes of each ring of a job of `ranks` ranks whose `btl_sm_ring_size` is `ring`
-/// ([`RING_FACTOR`]), a multiple of 64 as `ring` is.
-pub(crate) fn ring_bytes(ring: usize, ranks: usize) -> usize {
-    if ranks <= bulk::STREAM_RANKS {
-        ring.saturating_mul(RING_FACTOR) / 64 * 64
-    } else {
-        ring
-    }
-}
-
 /// Most bytes of rings (to one peer and from it count once) for which a rank keeps its rings
 /// faulted in ahead of their use ([`warm_rings`]): one peer's rings at the default 320 KiB (a
 /// job of 2 ranks on the node). Faulted in, rings count in the rank's resident memory: at 8
@@ -117,9 +99,6 @@ pub(crate) struct SmSetup {
     /// `btl_sm_ring_hot`: the part of each ring we produce into that a ping-pong keeps to
     /// ([`Producer::hot_wrap`]).
     ring_hot: usize,
-    /// `btl_sm_ring_size`: where a ring larger than that ([`RING_FACTOR`]) ends for streams
-    /// that leave little in flight ([`Producer::soft_end`]).
-    ring_soft: usize,
 }
 
 /// Opens the `sm` component: creates and maps our segment (one slot per rank), which its
@@ -127,7 +106,7 @@ pub(crate) struct SmSetup {
 pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
     let s = Settings::read();
     let layout = Layout {
-        ring: ring_bytes(s.ring, job.size()),
+        ring: s.ring,
         bulk: bulk::bulk_bytes(s.bulk, job.size()),
     };
     let len = job.size() * layout.slot();
@@ -140,7 +119,6 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         layout,
         bulk_hot: s.bulk,
         ring_hot: s.ring_hot,
-        ring_soft: s.ring,
     })))
 }
 
@@ -227,7 +205,6 @@ impl SmSetup {
         let coop_rx = unsafe { CoopMem::from_raw(rx_base.add(ours.coop_at())) };
         let (mut tx, mut rx) = (Producer::new(tx), Consumer::new(rx));
         tx.hot_wrap(self.ring_hot);
-        tx.soft_end(self.ring_soft);
         if let Some((t, r)) = warmed {
             tx.warm_ahead(t);
             rx.warm_ahead(r);
@@ -389,67 +366,6 @@ mod tests {
             all,
             "after {used} + 32 bytes"
         );
-    }
-
-    /// In a job of at most 4 ranks the rings are [`RING_FACTOR`] times `btl_sm_ring_size`,
-    /// so that a window of 64 eager messages of the eager limit's size (bibw's 8 KiB) fits
-    /// whole wherever in the ring it begins (a pad at the end included), while the default
-    /// ring alone, as in larger jobs, holds only part of it (39 records: the sender queued
-    /// the rest until the receiver drained the ring).
-    #[test]
-    fn a_window_of_64_eager_records_fits_the_ring_of_a_small_job() {
-        use crate::btl::sm::link::SHORT_HDR;
-        let set = Settings::declared();
-        assert_eq!(ring_bytes(set.ring, 2), RING_FACTOR * set.ring);
-        assert_eq!(ring_bytes(set.ring, 4), RING_FACTOR * set.ring);
-        assert_eq!(ring_bytes(set.ring, 5), set.ring);
-        assert_eq!(ring_bytes(1000, 2) % 64, 0);
-        let rec = SHORT_HDR + set.eager_limit;
-        for (ranks, fits) in [(2, true), (4, true), (5, false)] {
-            let ring = ring_bytes(set.ring, ranks);
-            let len = CTL_BYTES + ring;
-            let fd = sys::memfd("oxmpi-window-test", len).unwrap();
-            let m = Mapping::map(&fd, len).unwrap();
-            // SAFETY: the ring spans the whole zeroed file, page-aligned; this test is its
-            // only producer and its only consumer.
-            let mem = unsafe { RingMem::from_raw(m.ptr(), ring) };
-            let (mut tx, mut rx) = (Producer::new(mem.clone()), Consumer::new(mem));
-            let mut seq = 0u64;
-            let mut push = |tx: &mut Producer, n: usize| {
-                seq += 1;
-                tx.push(n, |p| {
-                    // SAFETY: push hands us n >= 8 writable bytes, 8-byte aligned.
-                    unsafe { p.cast::<u64>().write(seq) }
-                })
-            };
-            let pop = |rx: &mut Consumer| {
-                let (_, n) = rx.peek().unwrap().expect("a record");
-                rx.release();
-                n
-            };
-            for w in 0..16usize {
-                let mut sent = 0;
-                while sent < 64 && push(&mut tx, rec) {
-                    sent += 1;
-                }
-                if fits {
-                    assert_eq!(sent, 64, "{ranks} ranks, window {w}: ring of {ring} B");
-                } else {
-                    assert!(
-                        sent < 64,
-                        "{ranks} ranks, window {w}: {sent} fit in {ring} B"
-                    );
-                }
-                for _ in 0..sent {
-                    assert_eq!(pop(&mut rx), rec);
-                }
-                // The next window begins elsewhere: a few records of other sizes.
-                for k in 0..(w * 7) % 11 {
-                    assert!(push(&mut tx, 8 + 1000 * k));
-                    assert_eq!(pop(&mut rx), 8 + 1000 * k);
-                }
-            }
-        }
     }
 
     /// Rings are kept warm for a few peers' worth of rings only (the default ring's 320 KiB:
