@@ -65,10 +65,11 @@ PAIR_FNS(float, float)
     {#DT, DT, sizeof(V), offsetof(struct { V v; int i; }, i), sizeof(struct { V v; int i; }), \
      set_##N, cmp_##N}
 
-/* Value and index of item k on rank r: few distinct values (ties across ranks), indices
- * that tie too, large magnitudes for the 8-byte values. */
+/* Value and index of item k on rank r: few distinct values, equal on ranks 2j and 2j + 1
+ * (ties across ranks, which the indices decide: `r * 13` alone gave every rank below 5 a
+ * different value), indices that tie too, large magnitudes for the 8-byte values. */
 static long gen_v(const pair_t *t, int r, long k) {
-    long v = (k * 7 + r * 13) % 5 - 2;
+    long v = (k * 7 + (r / 2) * 13) % 5 - 2;
     return t->vsize == 8 && t->ioff == 8 && k % 3 == 1 ? v << 40 : v;
 }
 static int gen_i(int r, long k) { return (int)((r * 5 + k) % 4) + (int)(k % 7) * 10; }
