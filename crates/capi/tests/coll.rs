@@ -603,6 +603,25 @@ fn pair_type_reductions_leave_gaps_and_padding_alone() {
     }
 }
 
+/// MINLOC/MAXLOC on `MPI_2INT` and `MPI_FLOAT_INT` (reduced in their layout by the one-word
+/// pair kernels) at odd counts on both sides of 1 MiB, through allreduce, reduce and their
+/// nonblocking forms, in place and not, at np 2 and 4 (the large region's slices and the
+/// paths past it), each buffer also 4 bytes into a page (aligned for the ints, not for
+/// 8-byte words): every rank's values and indices against a reference, and no byte outside
+/// the type map written.
+#[test]
+fn pair_type_reductions_of_odd_counts_around_1mib_np2_4() {
+    let dir = Scratch::new("coll-pairs-pieces");
+    let exe = build("coll_pairs.c", &dir.0);
+    for n in [2, 4] {
+        let out = run_args(&exe, n, &["pieces"], &[]);
+        assert!(
+            out.lines().any(|l| l == "coll_pairs: all checks passed"),
+            "coll_pairs pieces on {n} ranks did not finish:\n{out}"
+        );
+    }
+}
+
 /// The benchmark program `bench/c/oxbench.c` runs every collective it measures, blocking
 /// and nonblocking (with its overlap line), out of place and in place, with a pair type
 /// and MINLOC too, at np 2 and 3: each prints its result line (no timing is checked).

@@ -15,6 +15,13 @@
  * padding, which may lie outside the user's memory, faults) and at the start of a page
  * (aligned, with pattern bytes after it).
  *
+ * Argument "pieces" runs instead the two pair types without a gap (MPI_2INT, MPI_FLOAT_INT),
+ * which travel in their layout and are reduced by the layout kernels, at odd counts on
+ * both sides of 1 MiB (131071 and 131073 items: the nonblocking large region's last size
+ * and past it, cut into slices of unequal item counts), through MPI_Allreduce, MPI_Reduce,
+ * MPI_Iallreduce and MPI_Ireduce, with a third placement: 4 bytes into a page (aligned for
+ * the pair's ints, as C aligns these structs, and not for 8-byte words).
+ *
  * Prints "coll_pairs: all checks passed" on rank 0. */
 #include "check.h"
 #include <stddef.h>
@@ -58,10 +65,11 @@ PAIR_FNS(float, float)
     {#DT, DT, sizeof(V), offsetof(struct { V v; int i; }, i), sizeof(struct { V v; int i; }), \
      set_##N, cmp_##N}
 
-/* Value and index of item k on rank r: few distinct values (ties across ranks), indices
- * that tie too, large magnitudes for the 8-byte values. */
+/* Value and index of item k on rank r: few distinct values, equal on ranks 2j and 2j + 1
+ * (ties across ranks, which the indices decide: `r * 13` alone gave every rank below 5 a
+ * different value), indices that tie too, large magnitudes for the 8-byte values. */
 static long gen_v(const pair_t *t, int r, long k) {
-    long v = (k * 7 + r * 13) % 5 - 2;
+    long v = (k * 7 + (r / 2) * 13) % 5 - 2;
     return t->vsize == 8 && t->ioff == 8 && k % 3 == 1 ? v << 40 : v;
 }
 static int gen_i(int r, long k) { return (int)((r * 5 + k) % 4) + (int)(k % 7) * 10; }
@@ -70,7 +78,8 @@ static int gen_i(int r, long k) { return (int)((r * 5 + k) % 4) + (int)(k % 7) *
 #define SLACK 64
 
 /* A buffer of `n` items placed per `mode` (0: its type map ends at an inaccessible page;
- * 1: it starts a page, pattern bytes after), filled with the pattern. */
+ * 1: it starts a page, pattern bytes after; 2: it starts 4 bytes into a page, pattern
+ * bytes before and after), filled with the pattern. */
 typedef struct {
     unsigned char *map, *p;
     size_t maplen, len, span;
@@ -87,7 +96,7 @@ static buf_t buf_new(const pair_t *t, long n, int mode) {
     CHECK(b.map != MAP_FAILED);
     CHECK(mprotect(b.map + data, page, PROT_NONE) == 0);
     memset(b.map, PATTERN, data);
-    b.p = mode == 0 ? b.map + data - b.len : b.map;
+    b.p = mode == 0 ? b.map + data - b.len : b.map + (mode == 2 ? 4 : 0);
     b.span = (size_t)(b.map + data - b.p); /* accessible bytes from p */
     return b;
 }
@@ -147,6 +156,11 @@ static void check(const pair_t *t, const char *what, buf_t *b, long n, long all,
     for (size_t o = 0; o < b->span; o++)
         if (!in_map(t, o, all) && b->p[o] != PATTERN) {
             wrong(t, what, n, "byte outside the type map written", (long)o);
+            break;
+        }
+    for (unsigned char *q = b->map; q < b->p; q++)
+        if (*q != PATTERN) {
+            wrong(t, what, n, "byte before the buffer written", (long)(q - b->p));
             break;
         }
 }
@@ -231,7 +245,20 @@ int main(int argc, char **argv) {
      * point-to-point range, and (argument "big") the large-vector region. */
     long bytes[] = {1, 40, 4090, 4100, 9000, 65536 + 40, 600 * 1024};
     int nbytes = argc > 1 && !strcmp(argv[1], "big") ? 7 : 6;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    if (argc > 1 && !strcmp(argv[1], "pieces")) {
+        /* MPI_2INT and MPI_FLOAT_INT (the last two types) at odd counts around 1 MiB. */
+        static const int colls[] = {ALLREDUCE, REDUCE, IALLREDUCE, IREDUCE};
+        static const long counts[] = {131071, 131073};
+        for (size_t ti = 4; ti < 6; ti++)
+            for (int ci = 0; ci < 2; ci++)
+                for (int c = 0; c < 4; c++)
+                    for (int inplace = 0; inplace < 2; inplace++)
+                        for (int minloc = 0; minloc < 2; minloc++)
+                            for (int mode = 0; mode < 3; mode++)
+                                run(&types[ti], colls[c], inplace, minloc, counts[ci], mode);
+        nbytes = 0;
+    }
+    for (size_t ti = 0; nbytes && ti < sizeof types / sizeof types[0]; ti++) {
         const pair_t *t = &types[ti];
         int psize;
         CHECK_RC(MPI_Type_size(t->dt, &psize));

@@ -467,11 +467,129 @@ unsafe fn run(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> b
     true
 }
 
+/// [`loc8_avx2`]'s pair types.
+const TWO_INT: u8 = 0;
+/// See [`TWO_INT`].
+const FLOAT_INT: u8 = 1;
+/// See [`TWO_INT`].
+const SHORT_INT: u8 = 2;
+
+/// MINLOC (`MIN`) or MAXLOC on one-word pairs (`MPI_2INT`, `MPI_FLOAT_INT`,
+/// `MPI_SHORT_INT` in their layout; `TY` is [`TWO_INT`], [`FLOAT_INT`] or [`SHORT_INT`])
+/// with AVX2, four pairs (32 bytes) a step: the rule of [`loc_key`] (the integer values) or
+/// [`loc`] (the float's), a mask per pair (its sign bit), the winners blended into a vector
+/// that is stored whole. Compiled from those loops, the blend became a masked store
+/// (`vpmaskmovq`: the store of a select of the loaded word), slow on the AMD EPYC this was
+/// measured on, and slower where it writes (a reduce root that folds ranks below the one
+/// it started from takes every pair of the benchmark's `{1, rank}`): np=4 1 MiB
+/// `MPI_2INT` MINLOC ireduce 640 to 217 us, allreduce 538 to 254 (session 53,
+/// s53-pairnb). The caller passes whole steps (`n` a multiple of 4); nothing outside the
+/// `n` pairs is read or written, at any alignment.
+///
+/// # Safety
+/// `a` and `b` hold `n` pairs of `TY` each and do not overlap; the CPU supports AVX2;
+/// little-endian.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn loc8_avx2<const TY: u8, const MIN: bool>(a: *const u8, b: *mut u8, n: usize) {
+    use std::arch::x86_64::*;
+    let bias = _mm256_set1_epi64x(index_bias(MIN) as i64);
+    // The comparison key of [`loc_key`] of four one-word pairs with an integer value.
+    let key = |w: __m256i| match TY {
+        // {i32 value, i32 index}: the word's halves swapped, the index biased
+        TWO_INT => _mm256_xor_si256(_mm256_shuffle_epi32::<0b10_11_00_01>(w), bias),
+        // {i16 value, padding, i32 index}: the value in the top 16 bits, the biased index
+        // below it
+        _ => _mm256_or_si256(
+            _mm256_slli_epi64::<48>(w),
+            _mm256_slli_epi64::<16>(_mm256_xor_si256(_mm256_srli_epi64::<32>(w), bias)),
+        ),
+    };
+    for s in 0..n / 4 {
+        // SAFETY: the step's 32 bytes of both buffers are inside the `n` pairs (caller
+        // contract); unaligned loads and store.
+        let (pa, pb) = unsafe { (a.add(s * 32), b.add(s * 32)) };
+        // SAFETY: as above.
+        let (x, y) = unsafe {
+            (
+                _mm256_loadu_si256(pa.cast()),
+                _mm256_loadu_si256(pb.cast_const().cast()),
+            )
+        };
+        let take = if TY == FLOAT_INT {
+            // {f32 value, i32 index}: each value moved into its word's high half (the low
+            // half zero, no float compare of index bits), so that the verdicts of the values
+            // (compared as floats) and of the indices (as ints) land in the high half, the
+            // sign bit of which selects the word (`blendv_pd`)
+            let (fx, fy) = (
+                _mm256_castsi256_ps(_mm256_slli_epi64::<32>(x)),
+                _mm256_castsi256_ps(_mm256_slli_epi64::<32>(y)),
+            );
+            let better = if MIN {
+                _mm256_cmp_ps::<_CMP_LT_OQ>(fx, fy)
+            } else {
+                _mm256_cmp_ps::<_CMP_GT_OQ>(fx, fy)
+            };
+            let eq = _mm256_cmp_ps::<_CMP_EQ_OQ>(fx, fy);
+            let lower = _mm256_castsi256_ps(_mm256_cmpgt_epi32(y, x)); // x's index below y's
+            _mm256_castps_si256(_mm256_or_ps(better, _mm256_and_ps(eq, lower)))
+        } else {
+            let (kx, ky) = (key(x), key(y));
+            if MIN {
+                _mm256_cmpgt_epi64(ky, kx)
+            } else {
+                _mm256_cmpgt_epi64(kx, ky)
+            }
+        };
+        // the sign bit of each word's mask picks x's word or y's
+        let mut out = _mm256_blendv_pd(
+            _mm256_castsi256_pd(y),
+            _mm256_castsi256_pd(x),
+            _mm256_castsi256_pd(take),
+        );
+        // The blend hidden from the optimiser (an empty `asm!` that may have changed it),
+        // which would otherwise store it as the masked store this kernel is here to avoid
+        // (it did: `vpmaskmovq` again from this very blend and store).
+        // SAFETY: the empty template reads and writes nothing but the register.
+        unsafe {
+            std::arch::asm!(
+                "/* {0} */",
+                inout(ymm_reg) out,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_pd(pb.cast(), out) };
+    }
+}
+
 /// # Safety
 /// As [`apply`]; the CPU supports AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
+    let one_word = matches!(
+        ty,
+        ElemType::TwoInt | ElemType::FloatInt | ElemType::ShortInt
+    );
+    if LE && one_word && matches!(op, OpKind::MinLoc | OpKind::MaxLoc) {
+        let k = n / 4 * 4;
+        // SAFETY: forwarded caller contract (the first `k` pairs; AVX2 present,
+        // little-endian).
+        unsafe {
+            match (ty, op == OpKind::MinLoc) {
+                (ElemType::TwoInt, true) => loc8_avx2::<TWO_INT, true>(a, b, k),
+                (ElemType::TwoInt, false) => loc8_avx2::<TWO_INT, false>(a, b, k),
+                (ElemType::FloatInt, true) => loc8_avx2::<FLOAT_INT, true>(a, b, k),
+                (ElemType::FloatInt, false) => loc8_avx2::<FLOAT_INT, false>(a, b, k),
+                (_, true) => loc8_avx2::<SHORT_INT, true>(a, b, k),
+                (_, false) => loc8_avx2::<SHORT_INT, false>(a, b, k),
+            }
+        }
+        // SAFETY: forwarded caller contract: the last `n - k` pairs start `k` pairs in,
+        // still aligned for them.
+        return unsafe { run(op, ty, a.add(k * 8), b.add(k * 8), n - k) };
+    }
     // SAFETY: forwarded caller contract.
     unsafe { run(op, ty, a, b, n) }
 }

@@ -322,6 +322,113 @@ fn minloc_maxloc_kernels_match_the_reference_with_ties() {
     check_loc(ElemType::ShortInt, |k| k as i16 - 3);
 }
 
+/// The one-word pairs' AVX2 kernel (four pairs a step, the winners blended and stored
+/// whole) against the scalar reference [`apply`], bit for bit: each of the 16 patterns of
+/// which pairs of a step `a` wins, by value and by index on a tie, both ops, a 3-pair tail;
+/// `MPI_FLOAT_INT` also with NaN values (neither better nor equal: `b` kept), -0.0 against
+/// 0.0 (equal: the index decides) and index bits that are NaN patterns as floats.
+#[test]
+fn one_word_pair_kernels_blend_every_step_pattern() {
+    fn case<T: Copy>(ty: ElemType, lo: T, hi: T, odd: &[(T, T)]) {
+        // (a's pair, b's pair) per slot: a better by value, worse, tied with the lower or
+        // the higher index, then the odd values given
+        let mut kinds = vec![
+            (P { v: lo, i: 9 }, P { v: hi, i: 1 }),
+            (P { v: hi, i: 1 }, P { v: lo, i: 9 }),
+            (P { v: lo, i: -3 }, P { v: lo, i: 2 }),
+            (P { v: hi, i: 7 }, P { v: hi, i: -1 }),
+        ];
+        kinds.extend(
+            odd.iter()
+                .map(|&(x, y)| (P { v: x, i: 4 }, P { v: y, i: 5 })),
+        );
+        kinds.push((
+            P {
+                v: lo,
+                i: 0x7fc0_0001,
+            },
+            P {
+                v: lo,
+                i: -0x0040_0000,
+            },
+        ));
+        // every step pattern of those kinds: 4^4 and more steps, then a 3-pair tail
+        let k = kinds.len();
+        let steps = k.pow(4);
+        let (mut a, mut b0) = (Vec::new(), Vec::new());
+        for s in 0..steps + 1 {
+            for lane in 0..if s == steps { 3 } else { 4 } {
+                let (x, y) = kinds[s / k.pow(lane as u32) % k];
+                a.push(x);
+                b0.push(y);
+            }
+        }
+        // each pair's value bits and index (not `MPI_SHORT_INT`'s padding, which the
+        // kernels may copy with its pair and the reference leaves)
+        let bytes = |v: &[P<T>]| -> Vec<(Vec<u8>, i32)> {
+            v.iter()
+                .map(|p| {
+                    // SAFETY: the value's bytes, all initialised (a plain number).
+                    let bits = unsafe {
+                        std::slice::from_raw_parts(
+                            (&p.v as *const T).cast::<u8>(),
+                            std::mem::size_of::<T>(),
+                        )
+                    };
+                    (bits.to_vec(), p.i)
+                })
+                .collect()
+        };
+        for op in [OpKind::MinLoc, OpKind::MaxLoc] {
+            let (mut fast, mut slow) = (b0.clone(), b0.clone());
+            // SAFETY: `a.len()` pairs of the type's layout at both, aligned for it.
+            unsafe {
+                assert!(apply_fast(
+                    op,
+                    ty,
+                    a.as_ptr().cast(),
+                    fast.as_mut_ptr().cast(),
+                    a.len()
+                ));
+                assert!(apply(
+                    op,
+                    ty,
+                    a.as_ptr().cast(),
+                    slow.as_mut_ptr().cast(),
+                    a.len()
+                ));
+            }
+            assert_ne!(
+                bytes(&slow),
+                bytes(&b0),
+                "{op:?} on {ty:?}: some pairs taken"
+            );
+            assert_ne!(bytes(&slow), bytes(&a), "{op:?} on {ty:?}: some pairs kept");
+            assert_eq!(
+                bytes(&fast),
+                bytes(&slow),
+                "{op:?} on {ty:?}: {} pairs",
+                a.len()
+            );
+        }
+    }
+    case(ElemType::TwoInt, -5i32, 3, &[(i32::MIN, i32::MAX)]);
+    case(ElemType::ShortInt, -5i16, 3, &[(i16::MIN, i16::MAX)]);
+    let nan = f32::NAN;
+    case(
+        ElemType::FloatInt,
+        -5.0f32,
+        3.0,
+        &[
+            (nan, 1.0),
+            (1.0, nan),
+            (nan, nan),
+            (-0.0, 0.0),
+            (f32::MIN, f32::INFINITY),
+        ],
+    );
+}
+
 /// The packed form of `n` pairs (the value's bytes, then the int's, no padding).
 fn packed<T: Copy>(pairs: &[P<T>]) -> Vec<u8> {
     let vs = std::mem::size_of::<T>().min(16);
