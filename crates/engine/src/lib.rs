@@ -213,6 +213,7 @@
 //! |---|---|---|
 //! | `btl_sm_eager_limit` | 8192 | largest eager message (bytes) |
 //! | `btl_sm_far_eager_limit` | 4096 | largest eager message to a peer on a far CPU; larger ones up to the eager limit go by a rendezvous the receiver reads alone |
+//! | `btl_sm_far_stream_min` | 4096 | smallest eager message written into a far peer's ring with non-temporal stores (0: never) |
 //! | `btl_sm_placement` | `auto` | `auto` (far or near per peer, sensed from timed copies of its eager messages), `near` or `far` |
 //! | `btl_sm_fragment_size` | 128k | rendezvous fragment size (bytes) |
 //! | `btl_sm_fragment_min_size` | 0 | when set, smallest fragment of a lone rendezvous message (cut in quarters; 0: not cut) |

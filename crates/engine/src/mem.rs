@@ -19,6 +19,66 @@ pub(crate) unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// Copies `n` bytes from `src` to `dst` as [`copy`] does, but the whole cache lines of
+/// `dst` with non-temporal stores (x86-64: `movntdq`, part of the SSE2 baseline), which
+/// write each line to memory without first taking it into our cache; the partial lines at
+/// either end are copied as usual. Ends with `sfence`, so that the stores are ordered
+/// before any later store (a ring's `Release` of the record's frame word): non-temporal
+/// stores are not ordered by `Release` alone. Off x86-64, [`copy`].
+///
+/// For a reader on a far CPU that read the same lines last: a plain store first has to
+/// take each line back from that reader's cache, one far round trip after another.
+///
+/// Not inlined: a call is nothing next to a copy of several KiB, and the plain path's
+/// code stays as it was.
+///
+/// # Safety
+/// As for [`copy`].
+#[inline(never)]
+pub(crate) unsafe fn copy_nt(src: *const u8, dst: *mut u8, n: usize) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        const LINE: usize = 64;
+        let start = dst as usize;
+        let first = start.next_multiple_of(LINE);
+        let end = (start + n) & !(LINE - 1);
+        if first >= end {
+            // No whole line.
+            // SAFETY: forwarded caller guarantee.
+            unsafe { copy(src, dst, n) };
+            return;
+        }
+        let head = first - start;
+        // SAFETY: `[0, head)`, the lines `[head, end - start)` and `[end - start, n)` lie in
+        // both buffers (caller); the streamed stores go to 16-byte aligned addresses (each
+        // line's start plus 0, 16, 32, 48); SSE2 is always present on x86-64.
+        unsafe {
+            copy(src, dst, head);
+            let (mut s, mut d) = (src.add(head), dst.add(head));
+            while (d as usize) < end {
+                let x0 = _mm_loadu_si128(s.cast::<__m128i>());
+                let x1 = _mm_loadu_si128(s.add(16).cast::<__m128i>());
+                let x2 = _mm_loadu_si128(s.add(32).cast::<__m128i>());
+                let x3 = _mm_loadu_si128(s.add(48).cast::<__m128i>());
+                _mm_stream_si128(d.cast::<__m128i>(), x0);
+                _mm_stream_si128(d.add(16).cast::<__m128i>(), x1);
+                _mm_stream_si128(d.add(32).cast::<__m128i>(), x2);
+                _mm_stream_si128(d.add(48).cast::<__m128i>(), x3);
+                s = s.add(LINE);
+                d = d.add(LINE);
+            }
+            copy(s, d, start + n - end);
+            _mm_sfence();
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    // SAFETY: forwarded caller guarantee.
+    unsafe {
+        copy(src, dst, n)
+    };
+}
+
 /// [`copy`] of at most 16 bytes: the first and the last `w` bytes (`w` the widest of 8,
 /// 4, 2, 1 that fits in `n`), both read before either is written; together they cover
 /// the `n` bytes (they overlap when `n < 2w`).
@@ -53,7 +113,39 @@ unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::copy;
+    use super::{copy, copy_nt};
+
+    /// `copy_nt` at lengths around whole lines (none, one, several, with partial lines at
+    /// either end) and at every 8-byte offset of a line for the destination and odd ones for
+    /// the source: exactly the `n` bytes arrive, nothing around them is touched.
+    #[test]
+    fn copy_nt_moves_exactly_n_bytes_at_any_alignment() {
+        #[repr(C, align(64))]
+        struct Buf([u8; 8192]);
+        let src: Vec<u8> = (0..8192u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let mut dst = Box::new(Buf([0; 8192]));
+        for n in [
+            0, 1, 17, 63, 64, 65, 127, 128, 129, 200, 1000, 2048, 4096, 4100,
+        ] {
+            for d_off in (0..72).step_by(8).chain([3, 61]) {
+                for so in [0, 1, 13] {
+                    dst.0.fill(0xaa);
+                    // SAFETY: d_off + n and so + n stay below 8192; distinct buffers.
+                    unsafe { copy_nt(src.as_ptr().add(so), dst.0.as_mut_ptr().add(d_off), n) };
+                    assert_eq!(
+                        &dst.0[d_off..d_off + n],
+                        &src[so..so + n],
+                        "n={n} so={so} do={d_off}"
+                    );
+                    assert!(dst.0[..d_off].iter().all(|&b| b == 0xaa), "before: n={n}");
+                    assert!(
+                        dst.0[d_off + n..].iter().all(|&b| b == 0xaa),
+                        "after: n={n}"
+                    );
+                }
+            }
+        }
+    }
 
     /// `copy` at every length up to 40 bytes (the inline small copy and `memcpy` on both
     /// sides of 16) and every alignment of source and destination: exactly the `n` bytes

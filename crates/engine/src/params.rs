@@ -160,6 +160,7 @@ mod tests {
             [
                 "btl_sm_eager_limit",
                 "btl_sm_far_eager_limit",
+                "btl_sm_far_stream_min",
                 "btl_sm_placement",
                 "btl_sm_fragment_size",
                 "btl_sm_fragment_min_size",

@@ -417,6 +417,10 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     /// Says that the next record is a blocking send's, which may answer a record just
     /// received (a ping-pong's turn: `sm` then hands its lines to the shared cache). A hint.
     fn answer_next(&mut self) {}
+    /// Says that the next record's payload is best written with non-temporal stores (its
+    /// reader's CPU is far: `sm` then writes its whole lines to memory instead of taking
+    /// each one back from the reader's cache first). A hint; the record is the same.
+    fn stream_next(&mut self) {}
     /// Sends one record (header + `len` payload bytes) if there is room; `false` otherwise.
     ///
     /// # Safety

@@ -84,6 +84,9 @@ pub(crate) struct State {
     pub(crate) far_eager: usize,
     /// `btl_sm_placement`.
     pub(crate) placement: Placement,
+    /// Smallest eager message to a peer taken to be far whose payload the link writes with
+    /// non-temporal stores (`Link::stream_next`; `usize::MAX`: never).
+    pub(crate) far_stream: usize,
     /// Smallest eager message whose copy into the link may be timed for the placement
     /// ([`crate::btl::sm::place`]; `usize::MAX`: no sensing).
     pub(crate) sense_min: usize,
@@ -185,6 +188,7 @@ impl State {
             eager_limit: Self::eager_cap(sm),
             far_eager: Self::far_cap(sm),
             placement: sm.placement,
+            far_stream: Self::far_stream(sm),
             sense_min: Self::sense_min(sm),
             answering: false,
             frag: sm.frag,
@@ -228,6 +232,16 @@ impl State {
             usize::MAX
         } else {
             sm.far_eager
+        }
+    }
+
+    /// The smallest eager message written into a far peer's link with non-temporal stores:
+    /// none (`usize::MAX`) for placement `near` or `btl_sm_far_stream_min` 0.
+    fn far_stream(sm: &Settings) -> usize {
+        if sm.placement == Placement::Near || sm.far_stream_min == 0 {
+            usize::MAX
+        } else {
+            sm.far_stream_min
         }
     }
 
@@ -400,6 +414,11 @@ impl State {
                     len,
                     complete,
                 } => {
+                    if *len >= self.far_stream
+                        && (self.placement == Placement::Far || peer.place.far())
+                    {
+                        link.stream_next();
+                    }
                     // SAFETY: the send buffer is valid until its request completes.
                     let ok = unsafe { link.try_send(hdr, *ptr, *len) };
                     if ok {

@@ -147,6 +147,11 @@ impl State {
                 let t0 = if timed {
                     self.clock.elapsed()
                 } else {
+                    if len >= self.far_stream
+                        && (self.placement == Placement::Far || peer.place.far())
+                    {
+                        link.stream_next();
+                    }
                     Default::default()
                 };
                 // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
@@ -319,6 +324,11 @@ impl State {
                 let t0 = if timed {
                     self.clock.elapsed()
                 } else {
+                    if *len >= self.far_stream
+                        && (self.placement == Placement::Far || peer.place.far())
+                    {
+                        link.stream_next();
+                    }
                     Default::default()
                 };
                 // SAFETY: the send buffer holds `len` readable bytes until completion.

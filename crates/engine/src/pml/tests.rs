@@ -138,6 +138,7 @@ fn test_settings() -> Settings {
         coop_chunk: 4096,
         placement: Placement::Near,
         far_eager: 4096,
+        far_stream_min: 0,
     }
 }
 
@@ -804,6 +805,7 @@ fn a_runtime_eager_limit_and_per_communicator_arrivals() {
         coop_chunk: 4096,
         placement: Placement::Near,
         far_eager: 4096,
+        far_stream_min: 0,
     };
     net.e[0].apply_runtime(&lower);
     assert_eq!(net.e[0].stats().eager_limit, 64);
@@ -2306,4 +2308,87 @@ fn a_window_to_a_far_peer_goes_by_reads_in_order() {
             );
         }
     }
+}
+
+/// `btl_sm_far_stream_min`: an eager send of at least that size to a peer taken to be far
+/// asks its link for non-temporal stores (`Link::stream_next`), but for the copies timed
+/// for the placement (one in `EVERY` of at least `SENSE_MIN` bytes: a streamed copy does
+/// not take the far reader's lines back, so timed it would read near); smaller sends and
+/// sends to a near peer never do; placement `near` never, `far` always (nothing timed).
+#[test]
+fn eager_sends_to_a_far_peer_are_streamed_but_the_timed_copies() {
+    use crate::btl::sm::place::{EVERY, FAR_NS_PER_KIB, SENSE_MIN};
+    let net_of = |placement| {
+        let settings = Settings {
+            single_copy: SingleCopy::Auto,
+            coop_min: 16 << 10,
+            placement,
+            eager_limit: 8192,
+            far_eager: 4096,
+            far_stream_min: 2048,
+            ..test_settings()
+        };
+        let (la, lb, wire) = fake::pair(8192, 4096, 256);
+        let net = Net {
+            e: vec![
+                Engine::with_links(0, vec![None, Some(Box::new(la))], &settings),
+                Engine::with_links(1, vec![Some(Box::new(lb)), None], &settings),
+            ],
+            wires: HashMap::from([((0, 1), wire)]),
+        };
+        for (a, b) in [(0, 1), (1, 0)] {
+            net.e[a].set_peer_pid(b, std::process::id() as i32);
+            net.e[a].set_peer_single_copy(b);
+        }
+        net
+    };
+    // The indices (counted from `since`) of the records 0 sent to 1 with the hint.
+    let streamed = |net: &Net, since: usize| -> Vec<usize> {
+        let (w, side) = net.wire(0, 1);
+        w.streamed(side)
+            .into_iter()
+            .filter_map(|i| i.checked_sub(since))
+            .collect()
+    };
+    let net = net_of(Placement::Auto);
+    // Near (nothing sensed): plain.
+    let n0 = net.log(0, 1).len();
+    transfer(&net, SENSE_MIN, SENSE_MIN, 1);
+    transfer(&net, 2048, 2048, 2);
+    assert_eq!(streamed(&net, n0), [] as [usize; 0], "near");
+    // Two slow copies: far. Of `EVERY` eager sends of `SENSE_MIN` bytes one is timed and
+    // plain, the others streamed.
+    let slow = FAR_NS_PER_KIB * 8 + 1;
+    net.e[0].sense_peer(1, 8192, slow);
+    net.e[0].sense_peer(1, 8192, slow);
+    let n0 = net.log(0, 1).len();
+    for i in 0..EVERY as usize {
+        transfer(&net, SENSE_MIN, SENSE_MIN, i as i32);
+    }
+    let s = streamed(&net, n0);
+    assert_eq!(
+        net.log(0, 1).len() - n0,
+        EVERY as usize,
+        "one eager record each"
+    );
+    assert_eq!(s.len(), EVERY as usize - 1, "all but the timed copy: {s:?}");
+    // Below the far stream size: plain; at it (below SENSE_MIN: never timed): streamed.
+    let n0 = net.log(0, 1).len();
+    transfer(&net, 2047, 2047, 3);
+    transfer(&net, 2048, 2048, 4);
+    assert_eq!(streamed(&net, n0), [1]);
+    // Placement `near`: never, whatever is sensed; `far`: every eager send from the size on.
+    let near = net_of(Placement::Near);
+    near.e[0].sense_peer(1, 8192, slow);
+    near.e[0].sense_peer(1, 8192, slow);
+    for i in 0..4 {
+        transfer(&near, 4096, 4096, i);
+    }
+    assert_eq!(streamed(&near, 0), [] as [usize; 0], "placement near");
+    let far = net_of(Placement::Far);
+    for i in 0..EVERY as i32 {
+        transfer(&far, 4096, 4096, i);
+    }
+    transfer(&far, 100, 100, 0);
+    assert_eq!(streamed(&far, 0), (0..EVERY as usize).collect::<Vec<_>>());
 }

@@ -19,6 +19,8 @@ pub(crate) struct Queue {
     pub records: VecDeque<Vec<u8>>,
     /// Every record ever sent this way: kind and payload length.
     pub log: Vec<(u8, usize)>,
+    /// The indices in `log` of the records sent after [`Link::stream_next`].
+    pub streamed: Vec<usize>,
     /// Held back: the receiver sees nothing until the test lets go.
     pub held: bool,
     /// Most records in flight; a send beyond it is refused (the link is full).
@@ -50,6 +52,12 @@ impl WireHandle {
     /// Kinds of the records sent so far from side `from`, with payload lengths.
     pub fn log(&self, from: usize) -> Vec<(u8, usize)> {
         self.lock().dirs[from].log.clone()
+    }
+
+    /// The indices (in [`WireHandle::log`]) of the records from side `from` sent after
+    /// [`Link::stream_next`].
+    pub fn streamed(&self, from: usize) -> Vec<usize> {
+        self.lock().dirs[from].streamed.clone()
     }
 
     /// Holds back (or lets go of) the records from side `from`.
@@ -91,6 +99,8 @@ pub(crate) struct FakeLink {
     max_data: usize,
     /// The record handed out by the last poll and not yet released.
     current: Option<Vec<u8>>,
+    /// [`Link::stream_next`] was called for the next record.
+    stream: bool,
 }
 
 /// A pair of links (side 0, side 1) and the wire between them: records of at most
@@ -111,6 +121,7 @@ pub(crate) fn pair(
         max_payload,
         max_data,
         current: None,
+        stream: false,
     };
     (end(0), end(1), wire)
 }
@@ -141,7 +152,12 @@ impl Link for FakeLink {
         self.max_data
     }
 
+    fn stream_next(&mut self) {
+        self.stream = true;
+    }
+
     unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
+        let stream = std::mem::take(&mut self.stream);
         let mut w = self.wire.lock();
         if w.cut {
             // Gone with the peer.
@@ -158,6 +174,9 @@ impl Link for FakeLink {
             unsafe { std::slice::from_raw_parts(payload, len) }
         };
         q.records.push_back(encode(hdr, data));
+        if stream {
+            q.streamed.push(q.log.len());
+        }
         q.log.push((hdr.kind, len));
         true
     }

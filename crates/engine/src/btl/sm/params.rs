@@ -164,10 +164,25 @@ pub(crate) static FAR_EAGER_LIMIT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_sm_far_stream_min`.
+pub(crate) static FAR_STREAM_MIN: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "far_stream_min",
+    ParamType::Size,
+    "4096",
+    "Smallest eager message whose payload is written into the ring of a peer that \
+     btl_sm_placement takes to be far with non-temporal stores (to memory, not taking each \
+     line back from the far reader's cache first); 0: never. The copies timed for the \
+     placement stay plain stores",
+)
+.level(9);
+
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 11] = [
+pub(crate) static PARAMS: [ParamDecl; 12] = [
     EAGER_LIMIT,
     FAR_EAGER_LIMIT,
+    FAR_STREAM_MIN,
     PLACEMENT,
     FRAGMENT_SIZE,
     FRAGMENT_MIN,
@@ -229,6 +244,8 @@ pub(crate) struct Settings {
     pub placement: Placement,
     /// Largest eager message to a far peer.
     pub far_eager: usize,
+    /// Smallest eager message to a far peer written with non-temporal stores (0: none).
+    pub far_stream_min: usize,
 }
 
 impl Settings {
@@ -259,6 +276,7 @@ impl Settings {
             coop_chunk: size(&COOP_CHUNK).max(4096),
             placement: Placement::from_int(int(&PLACEMENT)),
             far_eager: size(&FAR_EAGER_LIMIT),
+            far_stream_min: size(&FAR_STREAM_MIN),
         }
     }
 }

@@ -46,6 +46,12 @@
 //! cache with `cldemote` once published, so that the waiting consumer's copy reads them
 //! from there rather than from our core; a hint too.
 //!
+//! **Streamed records.** A record the link writes with non-temporal stores
+//! ([`Producer::stream_next`]: a far reader, whose cache holds the lines from the last lap)
+//! goes to memory line by line without any line being taken back first; the producer then
+//! asks for none of its lines, nor for the next record's. The link's copy ends with
+//! `sfence`, so the frame word's `Release` still orders after the payload.
+//!
 //! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
 //! consumer loads it with `Acquire` before reading the payload. The consumer clears the
 //! record's slot words and then publishes `tail` (bytes consumed, never wraps) with
@@ -382,6 +388,9 @@ pub struct Producer {
     /// Whether the last record that started past `hot` started over (a ping-pong keeping to
     /// the ring's first bytes), so that the lines at 0 are the ones to ask for ahead.
     hot_lap: bool,
+    /// Whether the next record's payload is written with non-temporal stores
+    /// ([`Producer::stream_next`]).
+    stream: bool,
 }
 
 impl Producer {
@@ -405,6 +414,7 @@ impl Producer {
             turn: false,
             hot: slots * SLOT,
             hot_lap: false,
+            stream: false,
         };
         if cached_tail != 0 {
             p.mark(0, p.mem.cap, true);
@@ -514,6 +524,22 @@ impl Producer {
         self.answer = true;
     }
 
+    /// Says that the next record's payload will be written with non-temporal stores (its
+    /// reader's CPU is far): [`Producer::push`] then asks for none of its lines, nor for
+    /// the next record's, with `prefetchw`, which would take them into our cache only for
+    /// the streamed stores to write them out again.
+    #[inline(always)]
+    pub fn stream_next(&mut self) {
+        self.stream = true;
+    }
+
+    /// Whether the next record's payload is to be written with non-temporal stores
+    /// ([`Producer::stream_next`]; the flag lasts until the next [`Producer::push`]).
+    #[inline(always)]
+    pub fn streaming(&self) -> bool {
+        self.stream
+    }
+
     /// Tells the producer how many bytes its link has consumed from the peer's ring so far
     /// ([`Consumer::consumed`]), before each push. A blocking send's record
     /// ([`Producer::answer_next`]) that follows a record from the peer is a turn of a
@@ -538,6 +564,7 @@ impl Producer {
     #[inline]
     pub fn push(&mut self, len: usize, fill: impl FnOnce(*mut u8)) -> bool {
         assert!(len <= self.max_record(), "ring record too large");
+        let stream = std::mem::take(&mut self.stream);
         let cap = self.mem.cap as u64;
         let total = record_bytes(len) as u64;
         let pos = self.pos as u64;
@@ -580,7 +607,7 @@ impl Producer {
             self.note(at, total as usize, large);
         }
         self.mem.track_write(at, FRAME + len);
-        if !large && total as usize >= PREFETCH_MIN {
+        if !large && !stream && total as usize >= PREFETCH_MIN {
             // The consumer cleared the slot words of these lines (they sit modified in its
             // cache): ask for all of them at once rather than one store miss after another.
             // SAFETY: `[at, at + total)` lies inside the data area.
@@ -616,7 +643,9 @@ impl Producer {
             // work.
             warm_rest(&self.mem, &mut self.warm, &mut self.warm_mark);
         }
-        if total as usize >= PREFETCH_MIN
+        if stream {
+            // (the next record is likely streamed too: nothing to ask for)
+        } else if total as usize >= PREFETCH_MIN
             && self.hot_lap
             && self.pos > self.hot
             && at >= total as usize
