@@ -37,7 +37,7 @@ use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
-use oxmpi_coll::sm::{Reduction, Rooted, SmKind, SmallWords};
+use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
 use sched::{
     checked, comm_info, copied, copied_but, dtype, laid, layout, msg_seg, owned_op, pieces,
     planning, reduction_seg, region, region_bytes, rooted_seg, sched_err, shared_seg, spanned,
@@ -140,17 +140,15 @@ fn allgather_kind(
         return SmKind::Allgatherv { counts, displs };
     };
     let p = counts.len();
-    let own = counts.get(me).copied().unwrap_or(0);
-    let (mut scounts, mut rcounts): (SmallWords, SmallWords) =
-        ((0..p).map(|_| own).collect(), counts.into());
+    let (mut scounts, mut rcounts) = (vec![counts.get(me).copied().unwrap_or(0); p], counts);
     if aliased {
         (scounts[me], rcounts[me]) = (0, 0);
     }
     SmKind::Alltoallv {
         scounts,
-        sdispls: SmallWords::zeros(p),
+        sdispls: vec![0; p],
         rcounts,
-        rdispls: displs.into(),
+        rdispls: displs,
         in_place: false,
         far,
         push: if aliased && p == 2 {
@@ -612,8 +610,7 @@ mpi_fn_c! {
         }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
         let recv = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) };
-        let counts: SmallWords = (0..p).map(|_| b).collect();
-        let displs: SmallWords = (0..p).map(|i| i * b).collect();
+        let (counts, displs): (Vec<usize>, Vec<usize>) = (0..p).map(|i| (b, i * b)).unzip();
         let (send, sc, sd, recv, rc) = if in_place {
             aside(&a, recv, counts, displs.clone())
         } else {
@@ -874,14 +871,14 @@ mpi_fn_c! {
 fn aside(
     a: &oxmpi_coll::CollComm,
     mut recv: Region,
-    mut counts: SmallWords,
-    displs: SmallWords,
-) -> (Region, SmallWords, SmallWords, Region, SmallWords) {
+    mut counts: Vec<usize>,
+    displs: Vec<usize>,
+) -> (Region, Vec<usize>, Vec<usize>, Region, Vec<usize>) {
     let me = a.rank as usize;
     match copied_but(region_bytes(&mut recv), (&counts, &displs), me) {
         Some((v, sd)) if me < counts.len() => {
             counts[me] = 0;
-            (Region::Owned(v), counts.clone(), sd.into(), recv, counts)
+            (Region::Owned(v), counts.clone(), sd, recv, counts)
         }
         _ => {
             let send = Region::Owned(copied(region_bytes(&mut recv)));
@@ -928,26 +925,7 @@ unsafe fn ialltoallv(
         }
     });
     // SAFETY: caller contract.
-    unsafe { ialltoallv_laid(a, comm, (send.map(VSide::from), r.into()), unpack, request) }
-}
-
-/// One side of a nonblocking alltoallv/w as a schedule region with its blocks' byte counts
-/// and displacements ([`Laid`] with the words inline for small communicators: the small
-/// ialltoallv allocates none of them).
-struct VSide {
-    region: Region,
-    counts: SmallWords,
-    displs: SmallWords,
-}
-
-impl From<Laid> for VSide {
-    fn from(l: Laid) -> VSide {
-        VSide {
-            region: l.region,
-            counts: l.counts.into(),
-            displs: l.displs.into(),
-        }
-    }
+    unsafe { ialltoallv_laid(a, comm, (send, r), unpack, request) }
 }
 
 /// An alltoallv/w side of the user's memory whose every block is of a predefined basic
@@ -960,13 +938,13 @@ fn basic_laid<C: CountArg, D: DispArg>(
     buf: *mut c_void,
     (counts, displs, unit): (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
     n: usize,
-) -> Option<VSide> {
+) -> Option<Laid> {
     if buf.is_null() {
         return None;
     }
     let cs = slice_in(counts, n, "counts").ok()?;
     let ds = slice_in(displs, n, "displs").ok()?;
-    let (mut bc, mut bd) = (SmallWords::zeros(n), SmallWords::zeros(n));
+    let (mut bc, mut bd) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut end = 0usize;
     for (i, (&k, &x)) in cs.iter().zip(ds).enumerate() {
         let (size, dunit) = unit(i)?;
@@ -977,10 +955,10 @@ fn basic_laid<C: CountArg, D: DispArg>(
             usize::try_from(x.aint()).ok()?.checked_mul(dunit)?
         };
         end = end.max(x.checked_add(k)?);
-        bc[i] = k;
-        bd[i] = x;
+        bc.push(k);
+        bd.push(x);
     }
-    (end > 0).then(|| VSide {
+    (end > 0).then(|| Laid {
         region: Region::Raw(buf.cast::<u8>(), end),
         counts: bc,
         displs: bd,
@@ -999,7 +977,7 @@ unsafe fn basic_sides<C: CountArg, D: DispArg>(
     recvbuf: *mut c_void,
     recv: (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
     n: usize,
-) -> Option<(Option<VSide>, VSide)> {
+) -> Option<(Option<Laid>, Laid)> {
     let r = basic_laid(recvbuf, recv, n)?;
     if alg::is_in_place(sendbuf) {
         return Some((None, r));
@@ -1015,7 +993,7 @@ unsafe fn basic_sides<C: CountArg, D: DispArg>(
 unsafe fn ialltoallv_laid(
     a: oxmpi_coll::CollComm,
     comm: c_int,
-    (send, mut r): (Option<VSide>, VSide),
+    (send, mut r): (Option<Laid>, Laid),
     unpack: Vec<sched::Unpack>,
     request: *mut c_int,
 ) -> MpiResult {
@@ -1163,7 +1141,7 @@ mpi_fn_c! {
                 region_bytes(&mut rreg).copy_from_slice(region_bytes(&mut sreg));
                 (sreg, sc[me], rc[me]) = (none(), 0, 0);
             }
-            let kind = SmKind::Alltoallv { scounts: sc.into(), sdispls: sd.into(), rcounts: rc.into(), rdispls: rd.into(), in_place: traded, far, push: 0 };
+            let kind = SmKind::Alltoallv { scounts: sc, sdispls: sd, rcounts: rc, rdispls: rd, in_place: traded, far, push: 0 };
             return start_shared(comm, &a, (seg, kind), (sreg, rreg), None, unpack, request);
         }
         let s = a.ialltoallv(sreg, &sc, &sd, rreg, &rc, &rd).map_err(sched_err(comm))?;

@@ -1694,10 +1694,10 @@ fn sm_ialltoallv_far(c: &CollComm) {
         let rdispls = prefix(&rcounts, 3);
         let mut recv = vec![0xa5u8; rdispls[p - 1] + rcounts[p - 1] + 3];
         let kind = SmKind::Alltoallv {
-            scounts: scounts.clone().into(),
-            sdispls: sdispls.into(),
-            rcounts: rcounts.clone().into(),
-            rdispls: rdispls.clone().into(),
+            scounts: scounts.clone(),
+            sdispls,
+            rcounts: rcounts.clone(),
+            rdispls: rdispls.clone(),
             in_place: false,
             far,
             push: if round % 2 == 1 {

@@ -101,7 +101,6 @@ mod bell;
 pub mod nb;
 pub mod params;
 mod segment;
-mod words;
 pub(crate) use segment::lengths_error;
 
 pub use nb::{Progress, Rooted, SmKind};
@@ -111,7 +110,6 @@ pub use segment::{
     NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
     REDUCE_SCATTER_PAIR_WRITTEN, REMOTE_SPIN, RING_CELLS, RS_PHASED_MAX, V_MAX,
 };
-pub use words::SmallWords;
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};

@@ -19,7 +19,7 @@
 
 use super::segment::{chunk_for, copy_own, trade, Large, Pair, Reduction, BCAST_LARGE_TAG};
 use super::segment::{lengths_error, post_len_of, LEN_TAG};
-use super::{own_pid, Seg, SmallWords, CAP, DATA};
+use super::{own_pid, Seg, CAP, DATA};
 use crate::arg_err;
 use crate::base::helpers::{bcast_differs, bcast_tree};
 use crate::sched::OwnedOp;
@@ -234,13 +234,13 @@ pub enum SmKind {
     /// [`SmKind::compute`].
     Alltoallv {
         /// Bytes sent to each rank.
-        scounts: SmallWords,
+        scounts: Vec<usize>,
         /// Offset in the input of each rank's block.
-        sdispls: SmallWords,
+        sdispls: Vec<usize>,
         /// Bytes received from each rank.
-        rcounts: SmallWords,
+        rcounts: Vec<usize>,
         /// Offset in the output of each rank's block.
-        rdispls: SmallWords,
+        rdispls: Vec<usize>,
         /// The blocks to send are in the output (see above).
         in_place: bool,
         /// Largest block moved by cross-memory copies (0: none; the same on every rank).
@@ -1385,9 +1385,7 @@ impl SmNb {
                     seg.try_post_with(k, |b| {
                         // SAFETY: `b` is our buffer's `CAP` bytes; `max >= FAR_RECORD`
                         // (`far_entries_fit_where_blocks_would`).
-                        unsafe {
-                            put_blocks(b, (me, p, max, *far), src, (&**scounts, &**sdispls), &back)
-                        }
+                        unsafe { put_blocks(b, (me, p, max, *far), src, (scounts, sdispls), &back) }
                     })
                 }
                 SmKind::Gatherv {
@@ -3035,7 +3033,7 @@ mod tests {
                     })
                     .collect();
                 let kind = |me: usize| SmKind::Alltoallv {
-                    scounts: n[me].as_slice().into(),
+                    scounts: n[me].clone(),
                     sdispls: (0..p).map(|j| 1000 * j).collect(),
                     rcounts: (0..p).map(|i| n[i][me]).collect(),
                     rdispls: (0..p).map(|i| 2000 * i).collect(),
