@@ -403,8 +403,11 @@ static unsigned long long read_counter(MPI_T_pvar_session s, MPI_T_pvar_handle h
  * count and displacement arrays in place: negative displacements (legal: both buffers are
  * passed at their end, every block before it, in reverse rank order with a 2-byte gap)
  * must take the general path and land right, the gaps untouched; a negative count (each
- * rank's own block, on the send side, then on the receive side: every rank fails, none
- * waits for another) must fail with MPI_ERR_COUNT and leave the receive buffer alone. */
+ * rank's own block, then the next rank's, on the send side, then on the receive side: every
+ * rank fails, none waits for another) must fail with MPI_ERR_COUNT and leave the receive
+ * buffer alone, with those negative displacements and with non-negative ones (only with
+ * these do the fast paths read the counts: with a negative displacement they leave the
+ * call to the general path whatever its counts, so a count read as 0 there went unseen). */
 static void alltoallv_edges(void) {
     enum { N = 3, STEP = N + 2 };
     int span = size * STEP;
@@ -431,24 +434,32 @@ static void alltoallv_edges(void) {
     CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &c));
     CHECK_RC(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
     CHECK_RC(MPI_Barrier(c)); /* makes its segment: the fast paths then see the counts */
-    for (int side = 0; side < 2; side++)
-        for (int w = 0; w < 2; w++) {
-            int *neg = side ? rc : sc;
-            neg[rank] = -1;
-            memset(r, HOLE, span);
-            int e = w ? MPI_Alltoallw(send, sc, sd, ty, recv, rc, rd, ty, c)
-                      : MPI_Alltoallv(send, sc, sd, MPI_CHAR, recv, rc, rd, MPI_CHAR, c);
-            int cls = MPI_SUCCESS;
-            MPI_Error_class(e, &cls);
-            if (cls != MPI_ERR_COUNT)
-                fprintf(stderr, "rank %d: %s, count -1 on the %s side: error class %d\n", rank,
-                        w ? "MPI_Alltoallw" : "MPI_Alltoallv", side ? "receive" : "send", cls);
-            CHECK(cls == MPI_ERR_COUNT);
-            for (int i = 0; i < span; i++) CHECK(r[i] == HOLE);
-            neg[rank] = N;
-        }
+    int *pd = malloc(size * sizeof(int)); /* block j at j * STEP from the buffers' start */
+    for (int j = 0; j < size; j++) pd[j] = j * STEP;
+    for (int pos = 0; pos < 2; pos++)
+        for (int who = 0; who < 2; who++)
+            for (int side = 0; side < 2; side++)
+                for (int w = 0; w < 2; w++) {
+                    int *neg = side ? rc : sc, *d = pos ? pd : sd, at = (rank + who) % size;
+                    signed char *sb = pos ? s : send, *rb = pos ? r : recv;
+                    neg[at] = -1;
+                    memset(r, HOLE, span);
+                    int e = w ? MPI_Alltoallw(sb, sc, d, ty, rb, rc, d, ty, c)
+                              : MPI_Alltoallv(sb, sc, d, MPI_CHAR, rb, rc, d, MPI_CHAR, c);
+                    int cls = MPI_SUCCESS;
+                    MPI_Error_class(e, &cls);
+                    if (cls != MPI_ERR_COUNT)
+                        fprintf(stderr,
+                                "rank %d: %s, count -1 for rank %d on the %s side, displacements %s: "
+                                "error class %d\n",
+                                rank, w ? "MPI_Alltoallw" : "MPI_Alltoallv", at, side ? "receive" : "send",
+                                pos ? "non-negative" : "negative", cls);
+                    CHECK(cls == MPI_ERR_COUNT);
+                    for (int i = 0; i < span; i++) CHECK(r[i] == HOLE);
+                    neg[at] = N;
+                }
     CHECK_RC(MPI_Comm_free(&c));
-    free(s), free(r), free(sc), free(sd), free(rc), free(rd), free(ty);
+    free(s), free(r), free(sc), free(sd), free(rc), free(rd), free(ty), free(pd);
 }
 
 /* Small alltoalls of a basic type (the C library's paths on the user's buffers), out of

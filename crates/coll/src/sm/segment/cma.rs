@@ -338,6 +338,20 @@ impl Seg {
         unsafe { self.data(r, k).cast::<u64>().add(i).read_unaligned() }
     }
 
+    /// The flag of rank `r`'s posted alltoallv `k`, a 2-rank pair post
+    /// ([`super::put_pair`]: its block in the segment buffer, as a table's) read as
+    /// [`TABLE`].
+    ///
+    /// # Safety
+    /// As [`Seg::word`].
+    unsafe fn flag(&self, r: usize, k: u64) -> u64 {
+        // SAFETY: caller contract.
+        match unsafe { self.word(r, k, 0) } {
+            w if w & 0xff == super::PAIR => TABLE,
+            w => w,
+        }
+    }
+
     /// Rank `r`'s block for rank `j` in alltoallv `k`: its length and where it is (an
     /// offset in `r`'s segment buffer for a table, an address in `r` for addresses).
     ///
@@ -346,7 +360,15 @@ impl Seg {
     unsafe fn block(&self, r: usize, k: u64, j: usize) -> (usize, u64) {
         // SAFETY: caller contract; the entries lie inside the posted table.
         unsafe {
-            if self.word(r, k, 0) == TABLE {
+            let w = self.word(r, k, 0);
+            if w & 0xff == super::PAIR {
+                // Rank `r`'s block for the peer right after the word; its own not posted.
+                return match j == r {
+                    true => ((w >> super::PAIR_OWN_SHIFT) as usize, 0),
+                    false => (((w >> 8) & 0xffff) as usize, 8),
+                };
+            }
+            if w == TABLE {
                 let at = self.data(r, k).add(8 + 8 * j).cast::<u32>();
                 let (off, len) = (at.read_unaligned(), at.add(1).read_unaligned());
                 (len as usize, u64::from(off))
@@ -384,7 +406,7 @@ impl Seg {
     ) -> Result<Option<bool>> {
         let p = self.size;
         // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
-        let flag = |r: usize| unsafe { self.word(r, k, 0) };
+        let flag = |r: usize| unsafe { self.flag(r, k) };
         if !(0..p).all(|r| matches!(flag(r), TABLE | ADDRESSES)) {
             self.finish(k);
             return Ok(None);
@@ -656,7 +678,7 @@ impl Seg {
             }
             let mine = &mut buf[displs[j]..displs[j] + n];
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
-            let (f_me, f_j) = unsafe { (self.word(me, k, 0), self.word(j, k, 0)) };
+            let (f_me, f_j) = unsafe { (self.flag(me, k), self.flag(j, k)) };
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
             let pid = unsafe { self.word(j, k, 1) } as i32;
             match (f_me, f_j) {
@@ -844,7 +866,7 @@ impl Seg {
             }
             let dst = &mut recv[rdispls[j]..rdispls[j] + n];
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
-            match unsafe { self.word(j, k, 0) } {
+            match unsafe { self.flag(j, k) } {
                 // Our own block is never posted in a table: we copied it after posting.
                 TABLE if j == me => {}
                 // SAFETY: rank `j`'s posted block for us, `n` bytes at its offset.
