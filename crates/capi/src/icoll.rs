@@ -468,6 +468,13 @@ mpi_fn_c! {
     }
 }
 
+/// The end of a root's post at its call: the other collectives advanced (after our post:
+/// it comes first), then the completed request handed out.
+fn posted_at_call(request: *mut c_int) -> MpiResult {
+    sched::progress_pending();
+    crate::ffi::out(request, crate::handles::SEND_DONE, "request")
+}
+
 /// An iscatter root's whole part at its call, on the communicator's segment and the
 /// caller's memory ([`oxmpi_coll::sm::nb::scatter_root_now`]): for predefined basic types
 /// whose blocks go through the segment as a scatterv
@@ -510,13 +517,7 @@ fn iscatter_root_now(
     if !oxmpi_coll::sm::nb::scatter_root_now(a, &seg, send, block, out) {
         return None;
     }
-    // Posting advances the other collectives (after our post here: it comes first).
-    sched::progress_pending();
-    Some(crate::ffi::out(
-        request,
-        crate::handles::SEND_DONE,
-        "request",
-    ))
+    Some(posted_at_call(request))
 }
 
 mpi_fn_c! {
@@ -790,13 +791,7 @@ fn iscatterv_root_now<C: CountArg, D: DispArg>(
     if !oxmpi_coll::sm::nb::scatterv_root_now(a, seg, send, (&counts, &offs), out) {
         return None;
     }
-    // Posting advances the other collectives (after our post here: it comes first).
-    sched::progress_pending();
-    Some(crate::ffi::out(
-        request,
-        crate::handles::SEND_DONE,
-        "request",
-    ))
+    Some(posted_at_call(request))
 }
 
 mpi_fn_c! {

@@ -2232,6 +2232,25 @@ fn a_forced_placement_ignores_what_is_sensed() {
     assert_eq!(kinds_since(&far, 0, 1, sent), [K_EAGER]);
 }
 
+/// Two engines joined by a fake link (records of at most `max_payload` bytes, DATA
+/// fragments of 4096, 256 records in flight), each knowing the other's pid (this process)
+/// and able to copy from it across memory.
+fn cma_pair(settings: &Settings, max_payload: usize) -> Net {
+    let (la, lb, wire) = fake::pair(max_payload, 4096, 256);
+    let net = Net {
+        e: vec![
+            Engine::with_links(0, vec![None, Some(Box::new(la))], settings),
+            Engine::with_links(1, vec![Some(Box::new(lb)), None], settings),
+        ],
+        wires: HashMap::from([((0, 1), wire)]),
+    };
+    for (a, b) in [(0, 1), (1, 0)] {
+        net.e[a].set_peer_pid(b, std::process::id() as i32);
+        net.e[a].set_peer_single_copy(b);
+    }
+    net
+}
+
 /// A window of eager-size sends (above the far limit) to a peer placed far goes by reads
 /// alone, each a request-to-send answered by a FIN, whether the receives come late or
 /// early: every message intact and in order (one tag), a short receive truncated without
@@ -2246,18 +2265,7 @@ fn a_window_to_a_far_peer_goes_by_reads_in_order() {
         far_eager: 4096,
         ..test_settings()
     };
-    let (la, lb, wire) = fake::pair(N, 4096, 256);
-    let net = Net {
-        e: vec![
-            Engine::with_links(0, vec![None, Some(Box::new(la))], &settings),
-            Engine::with_links(1, vec![Some(Box::new(lb)), None], &settings),
-        ],
-        wires: HashMap::from([((0, 1), wire)]),
-    };
-    for (a, b) in [(0, 1), (1, 0)] {
-        net.e[a].set_peer_pid(b, std::process::id() as i32);
-        net.e[a].set_peer_single_copy(b);
-    }
+    let net = cma_pair(&settings, N);
     // Message 5 is of the far limit (eager); message 3's receive is short.
     let len = |i: usize| if i == 5 { 4096 } else { N - i };
     let (short, cap) = (3, 5000);
@@ -2328,19 +2336,7 @@ fn eager_sends_to_a_far_peer_are_streamed_but_the_timed_copies() {
             far_stream_min: 2048,
             ..test_settings()
         };
-        let (la, lb, wire) = fake::pair(8192, 4096, 256);
-        let net = Net {
-            e: vec![
-                Engine::with_links(0, vec![None, Some(Box::new(la))], &settings),
-                Engine::with_links(1, vec![Some(Box::new(lb)), None], &settings),
-            ],
-            wires: HashMap::from([((0, 1), wire)]),
-        };
-        for (a, b) in [(0, 1), (1, 0)] {
-            net.e[a].set_peer_pid(b, std::process::id() as i32);
-            net.e[a].set_peer_single_copy(b);
-        }
-        net
+        cma_pair(&settings, 8192)
     };
     // The indices (counted from `since`) of the records 0 sent to 1 with the hint.
     let streamed = |net: &Net, since: usize| -> Vec<usize> {
