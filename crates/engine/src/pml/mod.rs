@@ -149,6 +149,19 @@ pub(crate) struct State {
 // their request completes) and shared-memory rings; all access happens under the Engine lock.
 unsafe impl Send for State {}
 
+/// Whether an eager send of `len` bytes to a peer at `place` asks its link for non-temporal
+/// stores (`Link::stream_next`): at least `far_stream` bytes ([`State::far_stream`]) to a peer
+/// forced or sensed far.
+#[inline]
+pub(crate) fn streams(
+    far_stream: usize,
+    placement: Placement,
+    place: &place::Place,
+    len: usize,
+) -> bool {
+    len >= far_stream && (placement == Placement::Far || place.far())
+}
+
 impl State {
     /// The state of rank `me` of `size`, with no links yet, under the `sm` settings `sm`
     /// (eager limit, fragments, single copy).
@@ -414,9 +427,7 @@ impl State {
                     len,
                     complete,
                 } => {
-                    if *len >= self.far_stream
-                        && (self.placement == Placement::Far || peer.place.far())
-                    {
+                    if streams(self.far_stream, self.placement, &peer.place, *len) {
                         link.stream_next();
                     }
                     // SAFETY: the send buffer is valid until its request completes.

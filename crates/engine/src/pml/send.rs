@@ -5,7 +5,7 @@
 use super::peer::Out;
 use super::recv::{Ack, Msg};
 use super::request::{empty_status, ReqState, Started};
-use super::State;
+use super::{streams, State};
 use crate::btl::sm::params::Placement;
 use crate::btl::sm::place::Place;
 use crate::btl::BTL;
@@ -147,9 +147,7 @@ impl State {
                 let t0 = if timed {
                     self.clock.elapsed()
                 } else {
-                    if len >= self.far_stream
-                        && (self.placement == Placement::Far || peer.place.far())
-                    {
+                    if streams(self.far_stream, self.placement, &peer.place, len) {
                         link.stream_next();
                     }
                     Default::default()
@@ -324,9 +322,7 @@ impl State {
                 let t0 = if timed {
                     self.clock.elapsed()
                 } else {
-                    if *len >= self.far_stream
-                        && (self.placement == Placement::Far || peer.place.far())
-                    {
+                    if streams(self.far_stream, self.placement, &peer.place, *len) {
                         link.stream_next();
                     }
                     Default::default()
