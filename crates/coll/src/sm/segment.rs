@@ -2697,7 +2697,24 @@ pub(super) const PAIR: u64 = 3;
 /// Bit of a pair post's first word where the length of our own block starts (below it,
 /// from bit 8, the length of the block posted); own blocks of `2^40` bytes or more take
 /// the table's path.
-pub(super) const PAIR_OWN_SHIFT: u32 = 24;
+const PAIR_OWN_SHIFT: u32 = 24;
+// A posted block (at most `CAP - 8` bytes) fits the bits from 8 below the own length.
+const _: () = assert!(CAP - 8 < 1 << (PAIR_OWN_SHIFT - 8));
+
+/// A pair post's first word: [`PAIR`], the length `n` of the block posted, the length
+/// `own` of our own block (less than `2^40`, and `n <= CAP - 8`: checked by the caller).
+fn pair_word(n: usize, own: usize) -> u64 {
+    PAIR | (n as u64) << 8 | (own as u64) << PAIR_OWN_SHIFT
+}
+
+/// The lengths in a pair post's first word ([`pair_word`]): the block posted, then the
+/// poster's own block.
+pub(super) fn pair_lens(w: u64) -> (usize, usize) {
+    (
+        ((w >> 8) & ((1 << (PAIR_OWN_SHIFT - 8)) - 1)) as usize,
+        (w >> PAIR_OWN_SHIFT) as usize,
+    )
+}
 
 /// Write a 2-rank alltoallv's pair post at `base` (a buffer's [`CAP`] bytes), rank `me`'s:
 /// one word ([`PAIR`], the length `n` of our block for the peer, the length of our own
@@ -2733,8 +2750,7 @@ unsafe fn put_pair(
     // SAFETY: the word and the block take `8 + n <= CAP` bytes (checked above); the read
     // of `send` lies within it (checked above).
     unsafe {
-        base.cast::<u64>()
-            .write_unaligned(PAIR | (n as u64) << 8 | (own as u64) << PAIR_OWN_SHIFT);
+        base.cast::<u64>().write_unaligned(pair_word(n, own));
         std::ptr::copy_nonoverlapping(send.as_ptr().add(sdispls[peer]), base.add(8), n);
     }
     true
@@ -2757,7 +2773,7 @@ unsafe fn take_pair(
     if w & 0xff != PAIR {
         return None;
     }
-    let n = ((w >> 8) & 0xffff) as usize;
+    let (n, _) = pair_lens(w);
     let (Some(&c), Some(&d)) = (rcounts.get(peer), rdispls.get(peer)) else {
         return Some(false);
     };

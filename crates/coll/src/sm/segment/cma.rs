@@ -363,10 +363,8 @@ impl Seg {
             let w = self.word(r, k, 0);
             if w & 0xff == super::PAIR {
                 // Rank `r`'s block for the peer right after the word; its own not posted.
-                return match j == r {
-                    true => ((w >> super::PAIR_OWN_SHIFT) as usize, 0),
-                    false => (((w >> 8) & 0xffff) as usize, 8),
-                };
+                let (posted, own) = super::pair_lens(w);
+                return if j == r { (own, 0) } else { (posted, 8) };
             }
             if w == TABLE {
                 let at = self.data(r, k).add(8 + 8 * j).cast::<u32>();

@@ -102,6 +102,24 @@ impl SmLink {
     }
 }
 
+/// A record's payload into the ring: with non-temporal stores when the link was told so
+/// ([`Link::stream_next`]), else the plain copy (small payloads inline, without a call into
+/// `memcpy`).
+///
+/// # Safety
+/// As for [`crate::mem::copy`].
+#[inline(always)]
+unsafe fn copy_payload(stream: bool, src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: forwarded caller guarantee.
+    unsafe {
+        if stream {
+            crate::mem::copy_nt(src, dst, n);
+        } else {
+            crate::mem::copy(src, dst, n);
+        }
+    }
+}
+
 impl Link for SmLink {
     fn name(&self) -> &'static str {
         "sm"
@@ -177,12 +195,7 @@ impl Link for SmLink {
                 // SHORT_HDR bytes; the caller guarantees the payload.
                 unsafe {
                     std::ptr::copy_nonoverlapping((hdr as *const Hdr).cast::<u8>(), d, SHORT_HDR);
-                    if stream {
-                        crate::mem::copy_nt(payload, d.add(SHORT_HDR), len);
-                    } else {
-                        // (small payloads inline, without a call into `memcpy`)
-                        crate::mem::copy(payload, d.add(SHORT_HDR), len);
-                    }
+                    copy_payload(stream, payload, d.add(SHORT_HDR), len);
                 }
             });
         }
@@ -192,11 +205,7 @@ impl Link for SmLink {
             // guarantees the payload.
             unsafe {
                 d.cast::<Hdr>().write(*hdr);
-                if stream {
-                    crate::mem::copy_nt(payload, d.add(HDR), len);
-                } else {
-                    crate::mem::copy(payload, d.add(HDR), len);
-                }
+                copy_payload(stream, payload, d.add(HDR), len);
             }
         })
     }
